@@ -1,0 +1,1 @@
+"""Everything that knows about vLLM, memory and prompts. Never imports chainlit."""

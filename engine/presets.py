@@ -1,0 +1,119 @@
+"""The memory presets, as data, and the one place that turns a preset into vLLM arguments.
+
+A preset is sized for a card: `budget_gib` is all the GPU memory the engine may
+take (weights, CUDA context, activations, CUDA graphs and KV cache), leaving the
+rest of the card to the desktop. For ERNIE-4.5-0.3B the KV cache is cheap
+(18 KiB per token: 1 GiB holds ~58k tokens), so the fixed costs decide the fit.
+
+"Swap space" is `swap_gib`: vLLM V1 replaced `swap_space` with CPU KV offload
+(`kv_offloading_size`). It is off in the built-in presets: the GPU KV cache
+already holds more tokens than the presets' sequences can use, and measured
+offload made prefix hits slower (see bench/README.md). A custom preset can turn it on.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.errors import UnknownPresetError
+
+GIB = 1 << 30
+AUTO_MARGIN_GIB = 0.5  # free memory that `auto` leaves unused on top of a preset's budget
+
+
+class Preset(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field("custom", min_length=1, max_length=32, description="Name shown in the sidebar.")
+    purpose: str = Field("Custom preset", max_length=120, description="What the preset is for, shown to the user.")
+    device: Literal["cuda", "cpu"] = Field("cuda", description="Where it runs.")
+    budget_gib: float = Field(ge=0.5, le=1024, description="All device memory the engine may use (RAM for KV on cpu).")
+    kv_cache_gib: float = Field(gt=0, le=1024, description="Memory for the KV cache, inside the budget.")
+    max_model_len: int = Field(ge=256, le=131072, description="Longest prompt plus reply, in tokens.")
+    max_num_seqs: int = Field(ge=1, le=1024, description="Most requests decoded together; more wait in a queue.")
+    max_num_batched_tokens: int = Field(ge=256, le=65536, description="Most tokens in one engine step (prefill chunk).")
+    cuda_graphs: bool = Field(True, description="Capture CUDA graphs for decode (much faster, costs a little memory and start time).")
+    torch_compile: bool = Field(False, description="Compile the model with torch.compile (slower start).")
+    prefix_caching: bool = Field(True, description="Reuse the KV cache of a shared prompt prefix.")
+    swap_gib: float = Field(0.0, ge=0, le=1024, description="CPU RAM for offloaded KV cache (vLLM's kv_offloading_size); 0 is off.")
+
+
+BUILT_IN: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(name="4gb", purpose="4 GB cards: 4k context, 16 chats at once",
+               budget_gib=3.5, kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
+               max_num_batched_tokens=2048),
+        Preset(name="6gb", purpose="6 GB cards: 8k context, 32 chats at once",
+               budget_gib=5.0, kv_cache_gib=2.0, max_model_len=8192, max_num_seqs=32,
+               max_num_batched_tokens=4096),
+        Preset(name="8gb", purpose="8 GB cards: 16k context, 64 chats at once",
+               budget_gib=6.5, kv_cache_gib=3.0, max_model_len=16384, max_num_seqs=64,
+               max_num_batched_tokens=8192),
+        Preset(name="cpu", purpose="No GPU: runs on the processor, 4k context",
+               device="cpu", budget_gib=2.0, kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
+               max_num_batched_tokens=2048, cuda_graphs=False),
+    ]
+}
+GPU_BY_SIZE = ["8gb", "6gb", "4gb"]  # largest first: what `auto` tries
+
+
+def names(custom: Preset | None = None) -> list[str]:
+    return ["auto", *BUILT_IN, *(["custom"] if custom else [])]
+
+
+def lookup(name: str, custom: Preset | None = None) -> Preset | None:
+    """The preset called `name`; None for `auto`, which depends on the device."""
+    if name == "auto":
+        return None
+    if name == "custom" and custom is not None:
+        return custom.model_copy(update={"name": "custom"})
+    if name in BUILT_IN:
+        return BUILT_IN[name]
+    raise UnknownPresetError(name, names(custom))
+
+
+def pick_auto(free_gib: float | None) -> Preset:
+    """The largest GPU preset that fits the free memory with a margin; cpu without a GPU."""
+    if free_gib is None:
+        return BUILT_IN["cpu"]
+    for name in GPU_BY_SIZE:
+        if BUILT_IN[name].budget_gib + AUTO_MARGIN_GIB <= free_gib:
+            return BUILT_IN[name]
+    return BUILT_IN[GPU_BY_SIZE[-1]]
+
+
+def smaller_than(preset: Preset) -> str | None:
+    """The next smaller GPU preset, offered when this one runs out of memory."""
+    smaller = [n for n in GPU_BY_SIZE if BUILT_IN[n].budget_gib < preset.budget_gib]
+    return smaller[0] if smaller else None
+
+
+def engine_kwargs(preset: Preset, model: str, download_dir: str | None,
+                  total_bytes: int | None, free_bytes: int | None) -> dict:
+    """vLLM engine arguments for this preset on a device with this much memory."""
+    kwargs = dict(
+        model=model,
+        download_dir=download_dir,
+        max_model_len=preset.max_model_len,
+        max_num_seqs=preset.max_num_seqs,
+        max_num_batched_tokens=preset.max_num_batched_tokens,
+        kv_cache_memory_bytes=int(preset.kv_cache_gib * GIB),
+        enable_prefix_caching=preset.prefix_caching,
+        disable_log_stats=False,  # keeps the in-process metrics the status panel reads
+        enforce_eager=not preset.cuda_graphs,
+    )
+    if preset.swap_gib > 0:
+        kwargs["kv_offloading_size"] = preset.swap_gib
+    if preset.device == "cuda" and total_bytes:
+        # With kv_cache_memory_bytes set, vLLM uses the utilization only for its start-up
+        # check (free memory >= utilization x total): ask for the budget, or what is free.
+        wanted = min(preset.budget_gib * GIB, 0.97 * (free_bytes or total_bytes))
+        kwargs["gpu_memory_utilization"] = round(max(wanted / total_bytes, 0.01), 4)
+        if preset.cuda_graphs:
+            kwargs["compilation_config"] = {
+                "mode": 3 if preset.torch_compile else 0,
+                "cudagraph_mode": "FULL_AND_PIECEWISE" if preset.torch_compile else "FULL_DECODE_ONLY",
+                "max_cudagraph_capture_size": preset.max_num_seqs,
+            }
+    return kwargs

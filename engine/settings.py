@@ -1,0 +1,74 @@
+"""The app's settings: one validated object, read from the environment and `.env`.
+
+Every variable starts with `CHAT_` (e.g. `CHAT_PRESET=4gb`). Each field has a
+description and bounds; a bad value stops the app at start with the variable,
+the rule, the value and the fix. Per-message sampling (`Sampling`) shares the
+same bounds, so the sidebar and the environment agree on what is allowed.
+"""
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engine.errors import SettingsError
+from engine.presets import Preset
+
+ENV_PREFIX = "CHAT_"
+
+Temperature = Annotated[float, Field(ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")]
+TopP = Annotated[float, Field(gt=0.0, le=1.0, description="Nucleus sampling: keep the smallest set of tokens with this much probability.")]
+MaxTokens = Annotated[int, Field(ge=1, le=8192, description="Most new tokens in one reply.")]
+SystemPrompt = Annotated[str, Field(max_length=8000, description="Instructions put before every chat.")]
+
+
+class Sampling(BaseModel):
+    """How one reply is sampled. Unknown keys are refused, so a client cannot smuggle engine options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: Temperature = 0.8
+    top_p: TopP = 0.8
+    max_tokens: MaxTokens = 1024
+    ignore_eos: bool = Field(False, description="Generate exactly max_tokens (benchmarks only).")
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Fixed seed for reproducible sampling.")
+
+
+class Settings(BaseSettings):
+    """Process-wide settings, fixed at start."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_file=".env", extra="ignore", frozen=True,
+    )
+
+    model: str = Field("baidu/ERNIE-4.5-0.3B-PT", min_length=1, description="Hugging Face model id or local folder.")
+    preset: str = Field("auto", min_length=1, description="Memory preset: auto, 4gb, 6gb, 8gb, cpu or custom.")
+    custom_preset: Preset | None = Field(None, description="JSON of a preset named 'custom' (see README).")
+    device: Literal["auto", "cuda", "cpu"] = Field("auto", description="Where the model runs; auto picks the GPU when there is one.")
+    download_dir: Path | None = Field(None, description="Where downloaded weights are cached (default: the Hugging Face cache).")
+    system_prompt: SystemPrompt = "You are a helpful assistant."
+    temperature: Temperature = 0.8
+    top_p: TopP = 0.8
+    max_tokens: MaxTokens = 1024
+    warmup: bool = Field(True, description="Run a few requests after start so the first message is not slow.")
+
+    def sampling(self) -> Sampling:
+        return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
+
+
+def describe(error: ValidationError, prefix: str = ENV_PREFIX) -> str:
+    """One line per broken rule: the variable, the rule and the value."""
+    lines = []
+    for item in error.errors():
+        name = prefix + "_".join(str(part) for part in item["loc"]).upper()
+        lines.append(f"{name}: {item['msg']}, got {item.get('input')!r}.")
+    return " ".join(lines)
+
+
+def load_settings(**overrides) -> Settings:
+    """Read the settings, turning validation errors into one message a user can act on."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as error:
+        raise SettingsError(describe(error), "Fix it in .env or the environment (see README, 'Settings').") from None

