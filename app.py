@@ -1,0 +1,192 @@
+"""Chainlit hooks: turn chat events into calls on the shared engine.
+
+Thin on purpose: no vLLM, no prompts, no token ids here (see engine/ and ui/).
+Run with `chainlit run app.py -w`; the port comes from `.env`.
+"""
+
+import asyncio
+import time
+import uuid
+
+import chainlit as cl
+from chainlit.session import ws_sessions_id
+
+from engine.engine import Stats, shared_engine
+from engine.errors import ChatError
+from ui import sidebar, text
+
+FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
+STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
+STARTERS = [
+    cl.Starter(label="Explain KV caching", message="Explain in three sentences what a KV cache is."),
+    cl.Starter(label="Write Python", message="Write a Python function that checks if a word is a palindrome."),
+    cl.Starter(label="你好", message="用一句话介绍你自己。"),
+    cl.Starter(label="Plan a day", message="Plan a relaxed Saturday in Beijing, in a short list."),
+]
+
+engine = shared_engine()
+
+
+@cl.set_starters
+async def starters(user=None, language=None):
+    return STARTERS
+
+
+@cl.on_chat_start
+async def start_chat():
+    cl.user_session.set("history", [])
+    cl.user_session.set("prefs", sidebar.defaults(engine.settings, engine.preset_name))
+    await cl.ChatSettings(sidebar.widgets(engine.settings, engine.preset_name)).send()
+    await cl.context.emitter.set_commands([STATUS_COMMAND])
+    if not engine.ready:
+        asyncio.create_task(ensure_engine())  # start now, so the first reply need not wait as long
+
+
+async def ensure_engine() -> bool:
+    """Start the shared engine if needed, showing its progress in this chat."""
+    if engine.ready:
+        return True
+    note = cl.Message(content="⏳ Starting the model engine…", author="system")
+    await note.send()
+
+    async def report(progress):
+        note.content = text.progress_line("Starting the model engine", progress)
+        await note.update()
+
+    try:
+        await engine.ensure_started(report)
+    except ChatError as error:
+        note.content = f"❌ {error}"
+        await note.update()
+        return False
+    if not note.content.startswith("✅"):
+        await note.remove()  # another start finished while this one waited
+    return True
+
+
+@cl.on_message
+async def on_message(message: cl.Message):
+    if message.command == "Status" or message.content.strip() == "/status":
+        await cl.Message(content=text.status_text(engine.status()), author="system").send()
+        return
+    if not message.content.strip():
+        await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
+        return
+    history = _history_before(message.id)
+    if not await ensure_engine():
+        return
+    await reply_to(history, message)
+
+
+def _history_before(message_id: str) -> list[dict]:
+    """The chat so far; an edited message reruns, so everything from it on is forgotten."""
+    history = cl.user_session.get("history")
+    for index, turn in enumerate(history):
+        if turn.get("id") == message_id:
+            del history[index:]
+            break
+    return history
+
+
+async def reply_to(history: list[dict], message: cl.Message) -> None:
+    prefs = cl.user_session.get("prefs")
+    request_id = uuid.uuid4().hex
+    cl.user_session.set("request_id", request_id)
+    turns = [{"role": t["role"], "content": t["content"]} for t in history]
+    turns.append({"role": "user", "content": message.content})
+    reply, pending, flushed_at, stats = cl.Message(content=""), "", time.monotonic(), None
+    try:
+        async for item in engine.stream(turns, prefs.sampling, prefs.system_prompt, request_id):
+            if isinstance(item, Stats):
+                stats = item
+                continue
+            pending += item
+            if time.monotonic() - flushed_at >= FLUSH_EVERY_S:
+                await reply.stream_token(pending)
+                pending, flushed_at = "", time.monotonic()
+    except asyncio.CancelledError:  # Stop: keep what was written
+        await finish(history, message, reply, reply.content + pending, None, prefs.show_stats)
+        raise
+    except ChatError as error:
+        await cl.ErrorMessage(content=str(error), author="system").send()
+        return
+    finally:
+        cl.user_session.set("request_id", None)
+    await finish(history, message, reply, reply.content + pending, stats, prefs.show_stats)
+
+
+async def finish(history, message, reply, answer: str, stats: Stats | None, show_stats: bool) -> None:
+    """Record the turn in the history and show the reply with its notes and cost."""
+    history += [{"id": message.id, "role": "user", "content": message.content},
+                {"role": "assistant", "content": answer}]
+    stopped = stats is None or stats.finish_reason == "abort"
+    extra = ["*Stopped.*"] if stats is None else text.notes(stats, stopped)
+    if stats is not None and show_stats:
+        extra.append(text.stats_line(stats))
+    reply.content = "\n\n".join([answer, *extra]) if answer else "\n\n".join(extra)
+    await reply.send()
+
+
+@cl.on_settings_update
+async def on_settings(values: dict):
+    prefs = cl.user_session.get("prefs")
+    try:
+        new = sidebar.parse(values, prefs)
+    except ValueError as error:
+        await cl.ErrorMessage(content=f"Settings not applied: {error}", author="system").send()
+        return
+    cl.user_session.set("prefs", new)
+    if new.preset != engine.preset_name:
+        await switch_preset(new.preset)
+
+
+async def switch_preset(name: str) -> None:
+    note = cl.Message(content=f"⏳ Switching the memory preset to '{name}'…", author="system")
+    await note.send()
+    await broadcast(f"🔁 Another chat is switching the memory preset to '{name}'; replies pause until it is ready.")
+
+    async def report(progress):
+        note.content = text.progress_line(f"Switching to '{name}'", progress)
+        await note.update()
+
+    try:
+        await engine.switch_preset(name, report)
+    except ChatError as error:
+        note.content = f"❌ {error}"
+        await note.update()
+        await broadcast(f"The preset switch failed; '{engine.preset_name}' is running.")
+        return
+    await broadcast(f"✅ The memory preset is now '{name}'.")
+
+
+async def broadcast(content: str) -> None:
+    """Tell every other open chat; the preset is shared by all of them."""
+    me = cl.context.session.id
+    for session in list(ws_sessions_id.values()):
+        if session.id != me:
+            asyncio.create_task(_send_to(session, content))
+
+
+async def _send_to(session, content: str) -> None:
+    from chainlit.context import init_ws_context
+
+    init_ws_context(session)
+    await cl.Message(content=content, author="system").send()
+
+
+@cl.on_stop
+async def on_stop():
+    # Chainlit cancels on_message itself, but not a rerun started by an edit: abort in the engine too.
+    request_id = cl.user_session.get("request_id")
+    if request_id:
+        await engine.abort(request_id)
+
+
+@cl.on_chat_end
+async def on_chat_end():
+    await on_stop()
+
+
+@cl.on_app_shutdown
+async def on_shutdown():
+    await asyncio.to_thread(engine.shutdown)

@@ -1,0 +1,69 @@
+"""The settings sidebar: its widgets, and turning what a client sends back into checked values.
+
+Values arrive straight from the socket, so they are validated here like any other
+input: a wrong type or an out-of-range number becomes a message, not a crash, and
+only the known keys are read (a client cannot set engine arguments or paths).
+"""
+
+from dataclasses import dataclass
+
+from chainlit.input_widget import Select, Slider, Switch, TextInput
+from pydantic import ValidationError
+
+from engine.presets import BUILT_IN
+from engine.settings import Sampling, Settings, describe
+
+PRESET_LABELS = {"auto": "auto: the largest that fits this device"} | {
+    name: f"{name}: {preset.purpose}" for name, preset in BUILT_IN.items()}
+
+
+@dataclass(frozen=True)
+class ChatPreferences:
+    sampling: Sampling
+    system_prompt: str
+    show_stats: bool
+    preset: str
+
+
+def widgets(settings: Settings, current_preset: str) -> list:
+    labels = dict(PRESET_LABELS)
+    if settings.custom_preset is not None:
+        labels["custom"] = f"custom: {settings.custom_preset.purpose}"
+    sampling = settings.sampling()
+    return [
+        Select(id="preset", label="Memory preset", items={v: k for k, v in labels.items()},
+               initial_value=current_preset if current_preset in labels else "auto",
+               description="Rebuilds the shared engine for every chat; takes a few seconds."),
+        Slider(id="temperature", label="Temperature", initial=sampling.temperature, min=0, max=2, step=0.05,
+               description="0 always picks the likeliest word; higher is more varied."),
+        Slider(id="top_p", label="Top p", initial=sampling.top_p, min=0.05, max=1, step=0.05),
+        Slider(id="max_tokens", label="Max new tokens", initial=sampling.max_tokens, min=16, max=4096, step=16),
+        TextInput(id="system_prompt", label="System prompt", initial=settings.system_prompt, multiline=True),
+        Switch(id="show_stats", label="Show what each reply cost", initial=True),
+    ]
+
+
+def defaults(settings: Settings, current_preset: str) -> ChatPreferences:
+    return ChatPreferences(settings.sampling(), settings.system_prompt, True, current_preset)
+
+
+def parse(values: dict, previous: ChatPreferences) -> ChatPreferences:
+    """New preferences from the sidebar's values; raises ValueError with a readable message."""
+    try:
+        sampling = Sampling(**{key: values[key] for key in ("temperature", "top_p", "max_tokens") if key in values}
+                            | _kept(previous.sampling, values))
+    except ValidationError as error:
+        raise ValueError(describe(error, prefix="").replace("_", " ")) from None
+    system_prompt = values.get("system_prompt", previous.system_prompt)
+    show_stats = values.get("show_stats", previous.show_stats)
+    preset = values.get("preset", previous.preset)
+    if not isinstance(system_prompt, str) or len(system_prompt) > 8000:
+        raise ValueError("The system prompt must be text of at most 8000 characters.")
+    if not isinstance(show_stats, bool) or not isinstance(preset, str):
+        raise ValueError("'show stats' must be on or off, and the preset one of the listed names.")
+    return ChatPreferences(sampling, system_prompt, show_stats, preset)
+
+
+def _kept(sampling: Sampling, values: dict) -> dict:
+    return {k: v for k, v in sampling.model_dump().items()
+            if k not in values and k in ("temperature", "top_p", "max_tokens")}

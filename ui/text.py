@@ -1,0 +1,49 @@
+"""The short texts the chat shows: start-up progress, the cost of a reply, the engine status."""
+
+from engine.engine import Progress, Stats, Status
+
+
+def progress_line(title: str, progress: Progress) -> str:
+    mark = "✅" if progress.done else "⏳"
+    return f"{mark} {title}: {progress.stage} ({progress.elapsed_s:.0f} s)"
+
+
+def stats_line(stats: Stats) -> str:
+    parts = []
+    if stats.ttft_s is not None:
+        parts.append(f"first token {stats.ttft_s * 1000:.0f} ms")
+    if stats.decode_tokens_per_s:
+        parts.append(f"{stats.decode_tokens_per_s:.0f} tok/s")
+    parts.append(f"{stats.prompt_tokens} prompt + {stats.generated_tokens} reply tokens")
+    parts.append(f"{stats.cached_tokens} cached")
+    return "`" + " · ".join(parts) + "`"
+
+
+def notes(stats: Stats, stopped: bool) -> list[str]:
+    """What the user should know about a reply beyond its text."""
+    lines = []
+    if stopped:
+        lines.append("*Stopped.*")
+    elif stats.finish_reason == "length":
+        lines.append("*The reply hit the 'max new tokens' limit.*")
+    if stats.dropped_messages:
+        lines.append(f"*The {stats.dropped_messages} oldest messages no longer fit the context and were left out.*")
+    return lines
+
+
+def status_text(status: Status) -> str:
+    def gib(value):
+        return "–" if value is None else f"{value:.2f} GiB"
+
+    kv = "–" if status.kv_cache_usage is None else f"{status.kv_cache_usage:.1%}"
+    return "\n".join([
+        "**Engine status**", "",
+        "| | |", "|---|---|",
+        f"| State | {status.state} |",
+        f"| Device | {status.device} |",
+        f"| Preset | {status.preset} — {status.purpose} |",
+        f"| Context | {status.max_model_len or '–'} tokens |",
+        f"| Memory used / budget | {gib(status.memory_used_gib)} / {gib(status.budget_gib)} |",
+        f"| KV cache in use | {kv} |",
+        f"| Requests running / queued | {status.requests_running} / {status.requests_waiting} |",
+    ])
