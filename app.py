@@ -39,10 +39,10 @@ async def start_chat():
     await cl.ChatSettings(sidebar.widgets(engine.settings, engine.preset_name)).send()
     await cl.context.emitter.set_commands([STATUS_COMMAND])
     if not engine.ready:
-        asyncio.create_task(ensure_engine())  # start now, so the first reply need not wait as long
+        asyncio.create_task(ensure_engine(keep_note=True))  # start now: the first reply waits less
 
 
-async def ensure_engine() -> bool:
+async def ensure_engine(keep_note: bool = False) -> bool:
     """Start the shared engine if needed, showing its progress in this chat."""
     if engine.ready:
         return True
@@ -59,8 +59,8 @@ async def ensure_engine() -> bool:
         note.content = f"❌ {error}"
         await note.update()
         return False
-    if not note.content.startswith("✅"):
-        await note.remove()  # another start finished while this one waited
+    if not keep_note:
+        await note.remove()
     return True
 
 

@@ -27,7 +27,7 @@ class Preset(BaseModel):
     name: str = Field("custom", min_length=1, max_length=32, description="Name shown in the sidebar.")
     purpose: str = Field("Custom preset", max_length=120, description="What the preset is for, shown to the user.")
     device: Literal["cuda", "cpu"] = Field("cuda", description="Where it runs.")
-    budget_gib: float = Field(ge=0.5, le=1024, description="All device memory the engine may use (RAM for KV on cpu).")
+    budget_gib: float = Field(ge=0.5, le=1024, description="All device memory the engine may use (RAM on cpu).")
     kv_cache_gib: float = Field(gt=0, le=1024, description="Memory for the KV cache, inside the budget.")
     max_model_len: int = Field(ge=256, le=131072, description="Longest prompt plus reply, in tokens.")
     max_num_seqs: int = Field(ge=1, le=1024, description="Most requests decoded together; more wait in a queue.")
@@ -51,7 +51,7 @@ BUILT_IN: dict[str, Preset] = {
                budget_gib=6.5, kv_cache_gib=3.0, max_model_len=16384, max_num_seqs=64,
                max_num_batched_tokens=8192),
         Preset(name="cpu", purpose="No GPU: runs on the processor, 4k context",
-               device="cpu", budget_gib=2.0, kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
+               device="cpu", budget_gib=3.0, kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
                max_num_batched_tokens=2048, cuda_graphs=False),
     ]
 }

@@ -57,11 +57,12 @@ class Settings(BaseSettings):
         return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
 
 
-def describe(error: ValidationError, prefix: str = ENV_PREFIX) -> str:
-    """One line per broken rule: the variable, the rule and the value."""
+def describe(error: ValidationError, prefix: str | None = ENV_PREFIX) -> str:
+    """One line per broken rule: the variable (or, without a prefix, the setting), the rule and the value."""
     lines = []
     for item in error.errors():
-        name = prefix + "_".join(str(part) for part in item["loc"]).upper()
+        field = "_".join(str(part) for part in item["loc"])
+        name = (prefix + field).upper() if prefix else field.replace("_", " ")
         lines.append(f"{name}: {item['msg']}, got {item.get('input')!r}.")
     return " ".join(lines)
 

@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # Small enough that trimming is cheap to trigger, big enough for 8 streams at once.
-TEST_PRESET = {"name": "custom", "purpose": "tests", "device": "cpu", "budget_gib": 1.0,
-               "kv_cache_gib": 0.25, "max_model_len": 1024, "max_num_seqs": 8,
-               "max_num_batched_tokens": 1024, "cuda_graphs": False}
+TEST_PRESET = {"name": "custom", "purpose": "tests", "device": "cpu", "budget_gib": 2.0,
+               "kv_cache_gib": 0.25, "max_model_len": 2048, "max_num_seqs": 8,
+               "max_num_batched_tokens": 2048, "cuda_graphs": False}
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +37,7 @@ def engine_env(tiny_model) -> dict[str, str]:
             "CHAT_CUSTOM_PRESET": json.dumps(TEST_PRESET), "CHAT_DEVICE": "auto"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 async def engine(engine_env):
     from engine.engine import ChatEngine
     from engine.settings import load_settings
@@ -45,3 +47,14 @@ async def engine(engine_env):
     await chat_engine.ensure_started()
     yield chat_engine
     chat_engine.shutdown()
+
+
+@pytest.fixture(scope="session")
+def app_server(engine_env, tmp_path_factory):
+    """A real `chainlit run app.py` on a free loopback port, serving the tiny model."""
+    from server import ChainlitServer
+
+    log = tmp_path_factory.mktemp("server") / "chainlit.log"
+    server = ChainlitServer(engine_env, log).start()
+    yield server
+    assert server.stop() == 0, f"the server did not exit cleanly; see {log}"

@@ -94,13 +94,13 @@ async def test_shared_system_prompt_hits_the_prefix_cache(engine):
 
 async def test_long_history_is_trimmed_and_the_reply_says_how_much(engine):
     history = []
-    for i in range(12):
+    for i in range(24):
         history += [{"role": "user", "content": f"turn {i} " + "memory cache " * 30},
                     {"role": "assistant", "content": "engine token " * 30}]
     history.append({"role": "user", "content": "and now?"})
     deltas, stats = await collect(engine.stream(history, Sampling(max_tokens=20)))
     assert stats.dropped_messages > 0 and stats.dropped_messages % 2 == 0
-    assert stats.prompt_tokens <= 1024 - 20
+    assert stats.prompt_tokens <= 2048 - 20
     assert stats.generated_tokens == 20
 
 
@@ -115,7 +115,7 @@ async def test_a_message_longer_than_the_context_is_a_clear_error(engine):
 async def test_status_reports_device_preset_and_memory(engine):
     status = engine.status()
     assert status.state == "ready" and status.preset == "custom"
-    assert status.device.startswith("CPU") and status.max_model_len == 1024
+    assert status.device.startswith("CPU") and status.max_model_len == 2048
     assert status.memory_used_gib > 0.05
     assert 0 <= status.kv_cache_usage <= 1
 

@@ -53,7 +53,7 @@ def parse(values: dict, previous: ChatPreferences) -> ChatPreferences:
         sampling = Sampling(**{key: values[key] for key in ("temperature", "top_p", "max_tokens") if key in values}
                             | _kept(previous.sampling, values))
     except ValidationError as error:
-        raise ValueError(describe(error, prefix="").replace("_", " ")) from None
+        raise ValueError(describe(error, prefix=None)) from None
     system_prompt = values.get("system_prompt", previous.system_prompt)
     show_stats = values.get("show_stats", previous.show_stats)
     preset = values.get("preset", previous.preset)

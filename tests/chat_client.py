@@ -1,0 +1,104 @@
+"""A headless Chainlit client over socket.io: what a browser tab sends and receives, as Python.
+
+Used by the end-to-end tests and by the benchmark's app-path measurement.
+"""
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import socketio
+
+
+@dataclass
+class Shown:
+    """One message as the user sees it."""
+
+    id: str
+    author: str
+    type: str
+    content: str = ""
+    tokens: list[tuple[float, str]] = field(default_factory=list)  # (arrival time, batch of text)
+
+
+class ChatClient:
+    def __init__(self, url: str):
+        self.url = url
+        self.sio = socketio.AsyncClient(reconnection=False)
+        self.messages: dict[str, Shown] = {}
+        self.settings_widgets: list[dict] = []
+        self._started, self._ended, self._ready = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        for name in ("new_message", "update_message", "stream_start"):
+            self.sio.on(name, self._on_message)
+        self.sio.on("stream_token", self._on_token)
+        self.sio.on("delete_message", lambda step: self.messages.pop(step["id"], None))
+        self.sio.on("task_start", lambda *_: (self._started.set(), self._ended.clear()))
+        self.sio.on("task_end", self._on_task_end)
+        self.sio.on("chat_settings", self._on_settings)
+
+    async def connect(self, timeout: float = 30) -> "ChatClient":
+        auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": "",
+                "userEnv": "{}", "chatProfile": ""}
+        await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"])
+        await self.sio.emit("connection_successful")
+        await asyncio.wait_for(self._ready.wait(), timeout)
+        return self
+
+    async def close(self) -> None:
+        await self.sio.disconnect()
+
+    def _on_message(self, step: dict) -> None:
+        shown = self.messages.setdefault(step["id"], Shown(step["id"], step.get("name", ""), step.get("type", "")))
+        shown.content = step.get("output", shown.content) or ""
+
+    def _on_token(self, data: dict) -> None:
+        shown = self.messages.setdefault(data["id"], Shown(data["id"], "", "assistant_message"))
+        shown.content = data["token"] if data.get("isSequence") else shown.content + data["token"]
+        shown.tokens.append((time.monotonic(), data["token"]))
+
+    def _on_task_end(self, *_) -> None:
+        if self._started.is_set():  # on connect a lone task_end comes before any task_start
+            self._ended.set()
+
+    def _on_settings(self, widgets) -> None:
+        self.settings_widgets = widgets
+        self._ready.set()
+
+    async def send(self, text: str, command: str | None = None) -> str:
+        """Send a user message; returns its id. Use `wait_reply` for the answer."""
+        self._started.clear()
+        self._ended.clear()
+        message_id = str(uuid.uuid4())
+        step = {"id": message_id, "threadId": "", "createdAt": "", "output": text, "name": "User",
+                "type": "user_message", "command": command}
+        self.messages[message_id] = Shown(message_id, "User", "user_message", text)
+        await self.sio.emit("client_message", {"message": step, "fileReferences": []})
+        return message_id
+
+    async def wait_idle(self, timeout: float = 300) -> None:
+        await asyncio.wait_for(self._started.wait(), timeout)
+        await asyncio.wait_for(self._ended.wait(), timeout)
+
+    async def ask(self, text: str, timeout: float = 300) -> Shown:
+        """Send a message and return the last assistant message once the task ended."""
+        await self.send(text)
+        await self.wait_idle(timeout)
+        return self.replies()[-1]
+
+    def replies(self, author: str | None = None) -> list[Shown]:
+        return [m for m in self.messages.values() if m.type == "assistant_message"
+                and (author is None or m.author == author)]
+
+    def all_text(self) -> str:
+        return "\n".join(m.content for m in self.messages.values())
+
+    async def stop(self) -> None:
+        await self.sio.emit("stop")
+
+    async def change_settings(self, values: dict, timeout: float = 300) -> None:
+        """Send sidebar values and wait until the server has handled them (a preset switch included)."""
+        self._started.clear()
+        self._ended.clear()
+        await self.sio.emit("chat_settings_change", values)
+        await self.wait_idle(timeout)

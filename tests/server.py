@@ -1,0 +1,57 @@
+"""Start and stop a real `chainlit run app.py` server on a free loopback port, for tests and the benchmark."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ChainlitServer:
+    def __init__(self, env: dict[str, str], log_path: Path, port: int | None = None):
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **env, "CHAINLIT_HOST": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 120) -> "ChainlitServer":
+        chainlit = Path(sys.executable).with_name("chainlit")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [str(chainlit), "run", "app.py", "-h", "--port", str(self.port)],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"chainlit exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                urllib.request.urlopen(self.url, timeout=2)
+                return self
+            except OSError:
+                time.sleep(0.5)
+        raise TimeoutError(f"chainlit did not answer on {self.url}; see {self.log_path}")
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM, as Ctrl-C or a service manager would; returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            return self.proc.wait()
+        finally:
+            self.log.close()

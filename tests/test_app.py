@@ -1,0 +1,103 @@
+"""The chat app end to end: a real Chainlit server, the real engine, a socket.io client as the browser."""
+
+import asyncio
+import re
+
+import pytest
+
+from chat_client import ChatClient
+
+
+def stats_of(text: str) -> dict[str, int]:
+    match = re.search(r"(\d+) prompt \+ (\d+) reply tokens · (\d+) cached", text)
+    assert match, f"no stats line in {text[-300:]!r}"
+    return dict(zip(("prompt", "reply", "cached"), map(int, match.groups())))
+
+
+@pytest.fixture
+async def client(app_server):
+    chat = await ChatClient(app_server.url).connect()
+    yield chat
+    await chat.close()
+
+
+async def test_first_chat_starts_the_engine_with_progress_and_the_reply_streams(client):
+    reply = await client.ask("Hello! Who are you?")
+    assert "Starting the model engine: Ready" in client.all_text()
+    stats = stats_of(reply.content)
+    assert stats["reply"] > 100
+    assert len(reply.tokens) >= 3, "the reply should stream in several pieces"
+    assert len(reply.tokens) < stats["reply"] / 3, "tokens should be batched, not one socket event each"
+    assert "tok/s" in reply.content and "first token" in reply.content
+
+
+async def test_stop_ends_the_reply_in_the_engine_and_keeps_the_partial_text(client):
+    first = await client.ask("Start")
+    await client.change_settings({"max_tokens": 4096})
+    await client.send("Tell me a very long story.")
+    while not [m for m in client.replies("ERNIE Chat") if m.tokens and m is not first]:
+        await asyncio.sleep(0.01)
+    await client.stop()
+    await client.wait_idle()
+    stopped = [m for m in client.replies("ERNIE Chat") if m.tokens][-1]
+    assert "*Stopped.*" in stopped.content
+    partial = stopped.content.split("*Stopped.*")[0].strip()
+    assert partial, "the partial reply must stay visible"
+    assert "reply tokens" not in stopped.content
+    count = len(stopped.tokens)
+    await asyncio.sleep(0.5)
+    assert len(stopped.tokens) == count, "no tokens may arrive after Stop"
+    status = await client.ask("/status")
+    assert "| Requests running / queued | 0 / 0 |" in status.content
+    follow_up = await client.ask("Go on")
+    # the partial reply is part of the history the next prompt is built from
+    assert stats_of(follow_up.content)["prompt"] > stats_of(first.content)["prompt"] + 20
+
+
+async def test_settings_change_applies_to_the_next_message(client):
+    await client.change_settings({"max_tokens": 16, "temperature": 0.2, "show_stats": True})
+    reply = await client.ask("Short answer please")
+    assert stats_of(reply.content)["reply"] == 16
+    await client.change_settings({"show_stats": False})
+    reply = await client.ask("No stats now")
+    assert "tok/s" not in reply.content
+
+
+async def test_out_of_range_settings_are_refused_with_a_message(client):
+    await client.change_settings({"temperature": 7, "max_tokens": 16})
+    await asyncio.sleep(0.5)
+    assert "Settings not applied: temperature" in client.all_text()
+    reply = await client.ask("still works?")
+    assert stats_of(reply.content)["reply"] > 16, "refused settings must not be half-applied"
+
+
+async def test_two_sessions_chat_at_the_same_time(app_server):
+    a, b = await ChatClient(app_server.url).connect(), await ChatClient(app_server.url).connect()
+    try:
+        for chat in (a, b):
+            await chat.change_settings({"max_tokens": 200})
+        reply_a, reply_b = await asyncio.gather(a.ask("I am session A"), b.ask("I am session B"))
+        assert stats_of(reply_a.content)["reply"] == stats_of(reply_b.content)["reply"] == 200
+        assert reply_a.id not in b.messages and reply_b.id not in a.messages
+        a_times = [t for t, _ in reply_a.tokens]
+        b_times = [t for t, _ in reply_b.tokens]
+        assert a_times[0] < b_times[-1] and b_times[0] < a_times[-1], "the replies should overlap in time"
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_preset_switch_rebuilds_the_engine_and_tells_the_other_chats(app_server):
+    a, b = await ChatClient(app_server.url).connect(), await ChatClient(app_server.url).connect()
+    try:
+        await a.change_settings({"preset": "cpu"})
+        assert "Switching to 'cpu': Ready" in a.all_text()
+        await asyncio.sleep(0.5)
+        assert "The memory preset is now 'cpu'" in b.all_text()
+        status = await b.ask("/status")
+        assert "| Preset | cpu" in status.content and "| Context | 4096 tokens |" in status.content
+        reply = await b.ask("Does it still answer?")
+        assert stats_of(reply.content)["reply"] > 0
+    finally:
+        await a.close()
+        await b.close()
