@@ -245,7 +245,8 @@ class ChatEngine:
         prompt = build_prompt(self._tokenizer, system, messages, self.preset.max_model_len, sampling.max_tokens)
         params = SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
-            ignore_eos=sampling.ignore_eos, seed=sampling.seed, stop_token_ids=self._stop_ids,
+            ignore_eos=sampling.ignore_eos, seed=sampling.seed,
+            stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
             output_kind=RequestOutputKind.DELTA,
         )
         began = time.perf_counter()

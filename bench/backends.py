@@ -1,0 +1,189 @@
+"""The systems under test, behind one small interface: run a prompt, get its timings.
+
+`ours` goes through engine/ (the app's path minus the UI); `raw` and `default`
+drive vLLM's AsyncLLM directly; `hf` is transformers `generate()`. All get the
+same token ids, built with the model's chat template.
+"""
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass
+
+from engine import presets
+from engine.chat import build_prompt
+
+
+@dataclass(frozen=True)
+class Result:
+    ttft_s: float
+    tokens: int
+    total_s: float
+    cached: int = 0
+
+    @property
+    def decode_tok_s(self) -> float:
+        return (self.tokens - 1) / max(self.total_s - self.ttft_s, 1e-9)
+
+
+class Backend:
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def prompt(self, size: int, seed: int) -> str:
+        """About `size` tokens of words; different seeds share no prefix."""
+        rng = random.Random(seed)
+        return self.tokenizer.decode([rng.randrange(10, len(self.tokenizer)) for _ in range(size)])
+
+    def token_ids(self, text: str) -> list[int]:
+        return build_prompt(self.tokenizer, "", [{"role": "user", "content": text}], 131072, 1).token_ids
+
+    async def run_many(self, prompts: list[str], max_tokens: int) -> list[Result]:
+        return await asyncio.gather(*(self.run(p, max_tokens) for p in prompts))
+
+    async def switch(self, name: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no presets")
+
+
+class Ours(Backend):
+    def __init__(self, engine):
+        super().__init__(engine._tokenizer)
+        self.engine = engine
+
+    async def run(self, text: str, max_tokens: int) -> Result:
+        from engine.engine import Stats
+        from engine.settings import Sampling
+
+        sampling = Sampling(max_tokens=max_tokens, ignore_eos=True)
+        async for item in self.engine.stream([{"role": "user", "content": text}], sampling, ""):
+            if isinstance(item, Stats):
+                return Result(item.ttft_s, item.generated_tokens, item.total_s, item.cached_tokens)
+
+    async def switch(self, name: str) -> None:
+        await self.engine.switch_preset(name)
+
+    async def close(self) -> None:
+        self.engine.shutdown()
+
+
+class RawVllm(Backend):
+    def __init__(self, llm, tokenizer):
+        super().__init__(tokenizer)
+        self.llm = llm
+
+    async def run(self, text: str, max_tokens: int) -> Result:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        params = SamplingParams(temperature=0.8, top_p=0.8, max_tokens=max_tokens, ignore_eos=True,
+                                output_kind=RequestOutputKind.DELTA)
+        began, first, tokens, cached = time.perf_counter(), None, 0, 0
+        async for out in self.llm.generate({"prompt_token_ids": self.token_ids(text)}, params, uuid.uuid4().hex):
+            tokens += len(out.outputs[0].token_ids)
+            first = first or time.perf_counter()
+            if out.finished:
+                cached = out.num_cached_tokens or 0
+        return Result(first - began, tokens, time.perf_counter() - began, cached)
+
+    async def close(self) -> None:
+        self.llm.shutdown()
+
+
+class FirstTokenClock:
+    """A transformers streamer that only notes when the first new token arrives."""
+
+    def __init__(self):
+        self.calls, self.first = 0, None
+
+    def put(self, value) -> None:
+        self.calls += 1
+        if self.calls == 2:  # the first call carries the prompt
+            self.first = time.perf_counter()
+
+    def end(self) -> None:
+        pass
+
+
+class HfGenerate(Backend):
+    """The articles' "traditional deployment": transformers generate(), greedy, on the same device."""
+
+    def __init__(self, model, tokenizer, device: str):
+        super().__init__(tokenizer)
+        self.model, self.device = model, device
+
+    async def run(self, text: str, max_tokens: int) -> Result:
+        return (await self.run_many([text], max_tokens))[0]
+
+    async def run_many(self, prompts: list[str], max_tokens: int) -> list[Result]:
+        import torch
+
+        rows = [self.token_ids(p) for p in prompts]
+        width = max(map(len, rows))
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
+        clock, began = FirstTokenClock(), time.perf_counter()
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_tokens,
+                                      min_new_tokens=max_tokens, do_sample=False, streamer=clock if len(rows) == 1 else None,
+                                      pad_token_id=pad)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        total = time.perf_counter() - began
+        ttft = (clock.first - began) if clock.first else total
+        return [Result(ttft, out.shape[1] - width, total) for _ in rows]
+
+    async def close(self) -> None:
+        import gc
+
+        import torch
+
+        del self.model
+        gc.collect()
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
+
+
+async def create(config: dict):
+    kind, model = config["kind"], config["model"]
+    if kind == "ours":
+        from engine.engine import ChatEngine
+        from engine.settings import load_settings
+
+        custom = config.get("custom")
+        settings = load_settings(model=model, preset=config["preset"], custom_preset=custom)
+        engine = ChatEngine(settings)
+        await engine.ensure_started()
+        return Ours(engine)
+    if kind in ("raw", "default"):
+        return await asyncio.to_thread(_raw_vllm, config)
+    if kind == "hf":
+        return await asyncio.to_thread(_hf, model)
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def _raw_vllm(config: dict) -> RawVllm:
+    from transformers import AutoTokenizer
+    from vllm import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    from engine import hardware
+
+    model = config["model"]
+    if config["kind"] == "default":  # the articles' configuration
+        kwargs = dict(model=model, gpu_memory_utilization=0.9, max_num_seqs=16, disable_log_stats=False)
+    else:
+        preset = presets.lookup(config["preset"])
+        device = hardware.gpu() if preset.device == "cuda" else None
+        kwargs = presets.engine_kwargs(preset, model, None, device and device.total_bytes, device and device.free_bytes)
+    return RawVllm(AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), AutoTokenizer.from_pretrained(model))
+
+
+def _hf(model_path: str) -> HfGenerate:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.bfloat16).to(device).eval()
+    return HfGenerate(model, AutoTokenizer.from_pretrained(model_path), device)

@@ -1,0 +1,110 @@
+"""Run the benchmark: every configuration in its own process, then a table, a JSON file and plots.
+
+    python -m bench.run --target cpu                 # tiny model, anyone can run it
+    python -m bench.run --target gpu --model models/ernie-0.3b-random
+
+Results go to bench/results/<target>-<time>.json (with the command, versions and
+device) and bench/results/<target>-<time>-*.png.
+"""
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.plot import plot
+from bench.table import table
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+# Presets tuned differently, to show what each choice buys (same 4gb budget).
+FOUR = {"budget_gib": 3.5, "kv_cache_gib": 1.0, "max_model_len": 4096, "max_num_seqs": 16,
+        "max_num_batched_tokens": 2048}
+GPU_CONFIGS = [
+    {"kind": "ours", "preset": "4gb", "name": "ours:4gb (cold)", "switch_to": "6gb"},
+    {"kind": "ours", "preset": "4gb", "name": "ours:4gb"},
+    {"kind": "ours", "preset": "6gb"},
+    {"kind": "ours", "preset": "8gb"},
+    {"kind": "raw", "preset": "4gb"},
+    {"kind": "ours", "preset": "custom", "name": "4gb eager", "custom": {**FOUR, "cuda_graphs": False}},
+    {"kind": "ours", "preset": "custom", "name": "4gb torch.compile",
+     "custom": {**FOUR, "torch_compile": True}},
+    {"kind": "ours", "preset": "custom", "name": "4gb + 4 GiB swap", "custom": {**FOUR, "swap_gib": 4}},
+    {"kind": "default", "name": "vllm default (0.9, 16 seqs)"},
+    {"kind": "hf", "name": "transformers generate"},
+]
+CPU_CONFIGS = [
+    {"kind": "ours", "preset": "cpu", "name": "ours:cpu", "switch_to": "cpu"},
+    {"kind": "raw", "preset": "cpu"},
+    {"kind": "hf", "name": "transformers generate"},
+]
+
+
+def versions() -> dict:
+    found = {"python": platform.python_version()}
+    for name in ("vllm", "torch", "transformers"):
+        try:
+            found[name] = __import__(name).__version__
+        except Exception:
+            found[name] = None
+    return found
+
+
+def device_name() -> str:
+    from engine import hardware
+
+    gpu = hardware.gpu()
+    return gpu.name if gpu else hardware.cpu().name
+
+
+def run_config(config: dict, model: str, timeout_s: int, log) -> list[dict]:
+    config = {**config, "model": model}
+    print(f"== {config.get('name', config['kind'])}", flush=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bench.measure", json.dumps(config)], capture_output=True,
+                              text=True, timeout=timeout_s, cwd=Path(__file__).resolve().parent.parent)
+        out, err, code = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as expired:
+        out, err, code = expired.stdout or "", expired.stderr or "", "timeout"
+        out, err = (s.decode() if isinstance(s, bytes) else s for s in (out, err))
+    log.write(err)
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    for row in rows:
+        print(f"   {row['metric']:28s} {row['value']:.3f}", flush=True)
+    if code != 0:
+        print(f"   exited {code}; last log lines:\n" + "\n".join(err.splitlines()[-8:]), flush=True)
+        rows.append({"config": config.get("name"), "metric": "error", "value": str(code)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=["cpu", "gpu"], required=True)
+    parser.add_argument("--model", default="models/tiny-ernie")
+    parser.add_argument("--only", default="", help="comma-separated config names to run")
+    parser.add_argument("--timeout", type=int, default=420, help="seconds per configuration")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON, log and plots")
+    args = parser.parse_args()
+    configs = GPU_CONFIGS if args.target == "gpu" else CPU_CONFIGS
+    if args.only:
+        wanted = args.only.split(",")
+        configs = [c for c in configs if c.get("name", f"{c['kind']}:{c.get('preset')}") in wanted]
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / f"{args.target}-{time.strftime('%Y%m%d-%H%M%S')}"
+    rows = []
+    with open(f"{stem}.log", "w") as log:
+        for config in configs:
+            rows += run_config(config, args.model, args.timeout, log)
+    report = {"command": " ".join(["python", "-m", "bench.run", *sys.argv[1:]]), "versions": versions(),
+              "device": device_name(), "model": args.model, "results": rows}
+    Path(f"{stem}.json").write_text(json.dumps(report, indent=1))
+    print(table(report))
+    for path in plot(report, stem):
+        print("plot:", path)
+
+
+if __name__ == "__main__":
+    main()
