@@ -187,6 +187,12 @@ async def on_chat_end():
     await on_stop()
 
 
+@cl.on_app_startup
+async def preload():
+    # Importing vLLM takes seconds: do it while the user opens the browser, not in the first chat.
+    asyncio.create_task(asyncio.to_thread(engine.preload))
+
+
 @cl.on_app_shutdown
 async def on_shutdown():
     await asyncio.to_thread(engine.shutdown)

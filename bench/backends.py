@@ -47,15 +47,19 @@ class Backend:
 
 
 class Ours(Backend):
-    def __init__(self, engine):
+    def __init__(self, engine, temperature: float):
         super().__init__(engine._tokenizer)
-        self.engine = engine
+        self.engine, self.temperature = engine, temperature
+
+    def raw(self) -> "RawVllm":
+        """The same running engine, driven directly."""
+        return RawVllm(self.engine._llm, self.tokenizer, self.temperature)
 
     async def run(self, text: str, max_tokens: int) -> Result:
         from engine.engine import Stats
         from engine.settings import Sampling
 
-        sampling = Sampling(max_tokens=max_tokens, ignore_eos=True)
+        sampling = Sampling(temperature=self.temperature, max_tokens=max_tokens, ignore_eos=True)
         async for item in self.engine.stream([{"role": "user", "content": text}], sampling, ""):
             if isinstance(item, Stats):
                 return Result(item.ttft_s, item.generated_tokens, item.total_s, item.cached_tokens)
@@ -68,15 +72,15 @@ class Ours(Backend):
 
 
 class RawVllm(Backend):
-    def __init__(self, llm, tokenizer):
+    def __init__(self, llm, tokenizer, temperature: float):
         super().__init__(tokenizer)
-        self.llm = llm
+        self.llm, self.temperature = llm, temperature
 
     async def run(self, text: str, max_tokens: int) -> Result:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        params = SamplingParams(temperature=0.8, top_p=0.8, max_tokens=max_tokens, ignore_eos=True,
+        params = SamplingParams(temperature=self.temperature, top_p=0.8, max_tokens=max_tokens, ignore_eos=True,
                                 output_kind=RequestOutputKind.DELTA)
         began, first, tokens, cached = time.perf_counter(), None, 0, 0
         async for out in self.llm.generate({"prompt_token_ids": self.token_ids(text)}, params, uuid.uuid4().hex):
@@ -155,7 +159,7 @@ async def create(config: dict):
         settings = load_settings(model=model, preset=config["preset"], custom_preset=custom)
         engine = ChatEngine(settings)
         await engine.ensure_started()
-        return Ours(engine)
+        return Ours(engine, config.get("temperature", 0.8))
     if kind in ("raw", "default"):
         return await asyncio.to_thread(_raw_vllm, config)
     if kind == "hf":
@@ -177,7 +181,8 @@ def _raw_vllm(config: dict) -> RawVllm:
         preset = presets.lookup(config["preset"])
         device = hardware.gpu() if preset.device == "cuda" else None
         kwargs = presets.engine_kwargs(preset, model, None, device and device.total_bytes, device and device.free_bytes)
-    return RawVllm(AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), AutoTokenizer.from_pretrained(model))
+    return RawVllm(AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), AutoTokenizer.from_pretrained(model),
+                   config.get("temperature", 0.8))
 
 
 def _hf(model_path: str) -> HfGenerate:

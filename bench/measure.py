@@ -6,7 +6,8 @@ kinds: `ours` (our engine layer with a preset), `raw` (vLLM's AsyncLLM with the
 same arguments as that preset), `default` (AsyncLLM with the articles' default:
 0.9 memory utilization, 16 sequences), `hf` (transformers `generate()`).
 Each configuration runs in its own process so memory and start-up are its own.
-Every request uses ignore_eos, so it generates exactly max_tokens.
+Every request uses ignore_eos, so it generates exactly max_tokens. vLLM configurations
+sample like the app (temperature 0.8, top p 0.8) unless the config sets "temperature".
 """
 
 import asyncio
@@ -63,7 +64,21 @@ async def long_chats(backend, config, users: int = 16) -> None:
     emit(config, "tok_s_16_long_chats", sum(r.tokens for r in results) / max(r.total_s for r in results))
 
 
+async def overhead(backend, config, rounds: int = 6) -> None:
+    """Our engine layer against raw AsyncLLM on the same running engine, alternated to cancel out drift."""
+    raw, ratios = backend.raw(), []
+    for i in range(rounds):
+        prompt = backend.prompt(SHORT, seed=700 + i)
+        ours = (await backend.run(prompt, DECODE_TOKENS)).decode_tok_s
+        ratios.append((await raw.run(prompt, DECODE_TOKENS)).decode_tok_s / ours)
+    emit(config, "engine_layer_overhead_pct", (statistics.median(ratios) - 1) * 100)
+
+
 async def measure(config: dict) -> None:
+    began = time.perf_counter()
+    import vllm  # noqa: F401  (the app imports it while the server starts, before the first chat)
+
+    emit(config, "import_s", time.perf_counter() - began)
     watch = MemoryWatch().start()
     began = time.perf_counter()
     backend = await backends.create(config)
@@ -83,6 +98,8 @@ async def measure(config: dict) -> None:
     if config["kind"] != "hf":
         await prefix_cache(backend, config)
         await long_chats(backend, config)
+    if config["kind"] == "ours":
+        await overhead(backend, config)
     emit(config, "peak_memory_gib", watch.peak_gib())
     if config.get("switch_to"):
         began = time.perf_counter()

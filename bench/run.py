@@ -9,6 +9,7 @@ device) and bench/results/<target>-<time>-*.png.
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -16,22 +17,24 @@ import time
 from pathlib import Path
 
 from bench.plot import plot
+from engine.presets import BUILT_IN
 from bench.table import table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 # Presets tuned differently, to show what each choice buys (same 4gb budget).
-FOUR = {"budget_gib": 3.5, "kv_cache_gib": 1.0, "max_model_len": 4096, "max_num_seqs": 16,
-        "max_num_batched_tokens": 2048}
+FOUR = BUILT_IN["4gb"].model_dump(exclude={"name", "purpose"})
 GPU_CONFIGS = [
     {"kind": "ours", "preset": "4gb", "name": "ours:4gb (cold)", "switch_to": "6gb"},
     {"kind": "ours", "preset": "4gb", "name": "ours:4gb"},
+    {"kind": "ours", "preset": "4gb", "name": "4gb greedy", "temperature": 0.0},
     {"kind": "ours", "preset": "6gb"},
     {"kind": "ours", "preset": "8gb"},
     {"kind": "raw", "preset": "4gb"},
+    {"kind": "ours", "preset": "custom", "name": "4gb 16 seqs 1 GiB KV",
+     "custom": {**FOUR, "max_num_seqs": 16, "kv_cache_gib": 1.0}},
     {"kind": "ours", "preset": "custom", "name": "4gb eager", "custom": {**FOUR, "cuda_graphs": False}},
-    {"kind": "ours", "preset": "custom", "name": "4gb torch.compile",
-     "custom": {**FOUR, "torch_compile": True}},
+    {"kind": "ours", "preset": "custom", "name": "4gb torch.compile", "custom": {**FOUR, "torch_compile": True}},
     {"kind": "ours", "preset": "custom", "name": "4gb + 4 GiB swap", "custom": {**FOUR, "swap_gib": 4}},
     {"kind": "default", "name": "vllm default (0.9, 16 seqs)"},
     {"kind": "hf", "name": "transformers generate"},
@@ -65,7 +68,8 @@ def run_config(config: dict, model: str, timeout_s: int, log) -> list[dict]:
     print(f"== {config.get('name', config['kind'])}", flush=True)
     try:
         proc = subprocess.run([sys.executable, "-m", "bench.measure", json.dumps(config)], capture_output=True,
-                              text=True, timeout=timeout_s, cwd=Path(__file__).resolve().parent.parent)
+                              text=True, timeout=timeout_s, cwd=Path(__file__).resolve().parent.parent,
+                              env={**os.environ, "VLLM_LOGGING_STREAM": "ext://sys.stderr"})
         out, err, code = proc.stdout, proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as expired:
         out, err, code = expired.stdout or "", expired.stderr or "", "timeout"

@@ -1,6 +1,7 @@
 """The benchmark's printed table: one row per configuration, the metrics that matter side by side."""
 
 COLUMNS = [
+    ("import_s", "import s", "{:.1f}"),
     ("start_s", "start s", "{:.1f}"),
     ("start_to_first_token_s", "start→1st tok s", "{:.1f}"),
     ("first_message_ttft_ms", "1st msg TTFT ms", "{:.0f}"),
@@ -8,6 +9,7 @@ COLUMNS = [
     ("ttft_short_p95_ms", "TTFT short p95", "{:.0f}"),
     ("ttft_long_p95_ms", "TTFT 1.5k p95", "{:.0f}"),
     ("decode_tok_s", "1-stream tok/s", "{:.0f}"),
+    ("engine_layer_overhead_pct", "layer overhead %", "{:.1f}"),
     ("tok_s_at_8", "8 chats tok/s", "{:.0f}"),
     ("tok_s_at_32", "32 chats tok/s", "{:.0f}"),
     ("prefix_second_ttft_ms", "prefix hit TTFT", "{:.0f}"),

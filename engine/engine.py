@@ -224,6 +224,11 @@ class ChatEngine:
         hardware.wait_gone(self._engine_pids)
         self._engine_pids = set()
 
+    @staticmethod
+    def preload() -> None:
+        """Import vLLM ahead of the first start (it takes seconds); safe to call from a thread."""
+        import vllm.v1.engine.async_llm  # noqa: F401
+
     # ---- requests --------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
                      system_prompt: str | None = None, request_id: str | None = None,

@@ -41,8 +41,8 @@ class Preset(BaseModel):
 BUILT_IN: dict[str, Preset] = {
     p.name: p
     for p in [
-        Preset(name="4gb", purpose="4 GB cards: 4k context, 16 chats at once",
-               budget_gib=3.5, kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
+        Preset(name="4gb", purpose="4 GB cards: 4k context, 32 chats at once",
+               budget_gib=3.5, kv_cache_gib=1.25, max_model_len=4096, max_num_seqs=32,
                max_num_batched_tokens=2048),
         Preset(name="6gb", purpose="6 GB cards: 8k context, 32 chats at once",
                budget_gib=5.0, kv_cache_gib=2.0, max_model_len=8192, max_num_seqs=32,
