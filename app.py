@@ -9,11 +9,12 @@ import time
 import uuid
 
 import chainlit as cl
-from chainlit.session import ws_sessions_id
-
-from engine.engine import Stats, shared_engine
+from engine.engine import shared_engine
 from engine.errors import ChatError
+from engine.records import Stats
 from ui import sidebar, text
+from ui.broadcast import broadcast
+from ui.port import exit_if_port_taken
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
@@ -24,6 +25,7 @@ STARTERS = [
     cl.Starter(label="Plan a day", message="Plan a relaxed Saturday in Beijing, in a short list."),
 ]
 
+exit_if_port_taken()
 engine = shared_engine()
 
 
@@ -95,8 +97,16 @@ async def reply_to(history: list[dict], message: cl.Message) -> None:
     turns = [{"role": t["role"], "content": t["content"]} for t in history]
     turns.append({"role": "user", "content": message.content})
     reply, pending, flushed_at, stats = cl.Message(content=""), "", time.monotonic(), None
+    queued = None
+    if engine.saturated():
+        queued = cl.Message(content="⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",
+                            author="system")
+        await queued.send()
     try:
         async for item in engine.stream(turns, prefs.sampling, prefs.system_prompt, request_id):
+            if queued is not None:
+                await queued.remove()
+                queued = None
             if isinstance(item, Stats):
                 stats = item
                 continue
@@ -157,21 +167,6 @@ async def switch_preset(name: str) -> None:
         await broadcast(f"The preset switch failed; '{engine.preset_name}' is running.")
         return
     await broadcast(f"✅ The memory preset is now '{name}'.")
-
-
-async def broadcast(content: str) -> None:
-    """Tell every other open chat; the preset is shared by all of them."""
-    me = cl.context.session.id
-    for session in list(ws_sessions_id.values()):
-        if session.id != me:
-            asyncio.create_task(_send_to(session, content))
-
-
-async def _send_to(session, content: str) -> None:
-    from chainlit.context import init_ws_context
-
-    init_ws_context(session)
-    await cl.Message(content=content, author="system").send()
 
 
 @cl.on_stop

@@ -14,56 +14,18 @@ import sys
 import time
 import types
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 
 from engine import hardware, presets
 from engine.chat import build_prompt, stop_token_ids
-from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
+from engine.errors import EngineDiedError, EngineStartError, PresetSwitchError
+from engine.records import Progress, ProgressCallback, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
 from engine.startup import classify_start_error, resolve_preset
 
 log = logging.getLogger("engine")
 RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
-
-
-@dataclass(frozen=True)
-class Progress:
-    stage: str
-    elapsed_s: float
-    done: bool = False
-
-
-ProgressCallback = Callable[[Progress], Awaitable[None] | None]
-
-
-@dataclass(frozen=True)
-class Stats:
-    """What one reply cost; the last item a stream yields."""
-
-    ttft_s: float | None
-    decode_tokens_per_s: float | None
-    prompt_tokens: int
-    generated_tokens: int
-    cached_tokens: int
-    finish_reason: str | None  # "stop", "length", "abort"
-    dropped_messages: int
-    total_s: float
-
-
-@dataclass(frozen=True)
-class Status:
-    state: str  # "stopped", "starting", "ready"
-    preset: str
-    purpose: str
-    device: str
-    max_model_len: int | None
-    budget_gib: float | None
-    memory_used_gib: float | None
-    kv_cache_usage: float | None  # fraction of the KV cache in use
-    requests_running: int
-    requests_waiting: int
 
 
 class ChatEngine:
@@ -275,6 +237,7 @@ class ChatEngine:
             raise
         except Exception as error:
             if llm.errored:
+                self._restart_in_background()
                 raise EngineDiedError(type(error).__name__) from error
             raise
         finally:
@@ -287,6 +250,21 @@ class ChatEngine:
             finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
             total_s=time.perf_counter() - began,
         )
+
+    def _restart_in_background(self) -> None:
+        """After the engine died, start a new one now; the next message joins that start."""
+        async def restart() -> None:
+            try:
+                await self.ensure_started()
+            except Exception:
+                log.exception("restarting the engine failed; the next message will try again")
+
+        if self._start_task is None:
+            asyncio.get_running_loop().create_task(restart())
+
+    def saturated(self) -> bool:
+        """True when every sequence slot is taken: a new request waits in vLLM's queue."""
+        return self.preset is not None and len(self._active) >= self.preset.max_num_seqs
 
     async def _abort_quietly(self, llm, request_id: str) -> None:
         try:
@@ -353,5 +331,3 @@ def shared_engine() -> ChatEngine:
         atexit.register(engine.shutdown)
     return engine
 
-
-__all__ = ["ChatEngine", "ChatError", "Progress", "Stats", "Status", "shared_engine"]

@@ -5,6 +5,9 @@ memory) are made before vLLM is asked, so the user gets a precise message in
 seconds instead of a generic failure after a long load.
 """
 
+import os
+from pathlib import Path
+
 from engine import hardware, presets
 from engine.errors import (ChatError, EngineStartError, ModelNotFoundError, NoGpuError,
                            OutOfMemoryError)
@@ -15,11 +18,20 @@ OOM_MARKERS = ("out of memory", "less than desired gpu memory", "no available me
                "larger than the available kv cache memory", "insufficient memory")
 MISSING_MARKERS = ("repository not found", "is not a local folder", "couldn't connect", "cannot find the requested files",
                    "does not appear to have a file", "incorrect path_or_model_id", "401 client error",
-                   "outgoing traffic has been disabled", "can't load the configuration", "no such file or directory")
+                   "outgoing traffic has been disabled", "can't load the configuration", "no such file or directory",
+                   "repo id must be in the form")
+
+
+def check_model(model: str) -> None:
+    """A model given as a folder must exist; a hub id is checked by the download itself."""
+    looks_local = model.startswith((".", "/", "~")) or os.sep + os.sep in model or model.count("/") > 1
+    if looks_local and not Path(model).expanduser().is_dir():
+        raise ModelNotFoundError(model, "there is no such folder")
 
 
 def resolve_preset(name: str, settings: Settings) -> tuple[hardware.Device, presets.Preset]:
     """The device to run on and the concrete preset (`auto` resolved) for it."""
+    check_model(settings.model)
     preset = presets.lookup(name, settings.custom_preset)
     can_use_gpu = settings.device != "cpu" and not hardware.cpu_build()
     gpu = hardware.gpu() if can_use_gpu else None

@@ -153,3 +153,36 @@ async def test_preset_switch_replaces_the_engine_and_a_failing_one_rolls_back(en
     assert engine.ready and engine.preset.name == "cpu"
     _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
     assert stats.generated_tokens == 10
+
+
+async def test_an_engine_killed_mid_reply_raises_a_clear_error_and_restarts_itself(engine):
+    from engine.errors import EngineDiedError
+
+    with pytest.raises(EngineDiedError, match="restarts by itself"):
+        async for item in engine.stream(HELLO, Sampling(max_tokens=1500)):
+            for pid in engine._engine_pids:
+                psutil.Process(pid).kill()
+    await engine.ensure_started()  # joins the restart already under way
+    _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
+    assert stats.generated_tokens == 10
+
+
+async def test_a_missing_model_says_what_to_set(tiny_model, tmp_path):
+    from engine.engine import ChatEngine
+    from engine.errors import ModelNotFoundError
+    from engine.settings import load_settings
+
+    missing = ChatEngine(load_settings(model=str(tmp_path / "nowhere"), preset="cpu"))
+    with pytest.raises(ModelNotFoundError, match="CHAT_MODEL"):
+        await missing.ensure_started()
+    assert not missing.ready and missing.status().state == "stopped"
+
+
+async def test_ten_preset_switches_leave_no_engine_process_behind(engine):
+    for name in ["custom", "cpu"] * 5:
+        await engine.switch_preset(name)
+        engines = [p for p in psutil.Process().children(recursive=True)
+                   if p.status() != psutil.STATUS_ZOMBIE and "EngineCore" in " ".join(p.cmdline())]
+        assert len(engines) == 1, f"after switching to {name}: {engines}"
+    _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
+    assert stats.generated_tokens == 10

@@ -1,6 +1,6 @@
 """The short texts the chat shows: start-up progress, the cost of a reply, the engine status."""
 
-from engine.engine import Progress, Stats, Status
+from engine.records import Progress, Stats, Status
 
 
 def progress_line(title: str, progress: Progress) -> str:

@@ -1,0 +1,45 @@
+"""What the engine reports: start-up progress, the cost of one reply, and its own status.
+
+Plain records, so the UI can show them without knowing anything about vLLM.
+"""
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str
+    elapsed_s: float
+    done: bool = False
+
+
+ProgressCallback = Callable[[Progress], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What one reply cost; the last item a stream yields."""
+
+    ttft_s: float | None
+    decode_tokens_per_s: float | None
+    prompt_tokens: int
+    generated_tokens: int
+    cached_tokens: int
+    finish_reason: str | None  # "stop", "length", "abort"
+    dropped_messages: int
+    total_s: float
+
+
+@dataclass(frozen=True)
+class Status:
+    state: str  # "stopped", "starting", "ready"
+    preset: str
+    purpose: str
+    device: str
+    max_model_len: int | None
+    budget_gib: float | None
+    memory_used_gib: float | None
+    kv_cache_usage: float | None  # fraction of the KV cache in use
+    requests_running: int
+    requests_waiting: int

@@ -1,0 +1,177 @@
+"""Many users, faults and bad input against the real server and engine: nothing crashes, nothing is lost."""
+
+import asyncio
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from chat_client import ChatClient
+from server import ROOT, ChainlitServer
+from test_app import stats_of
+
+
+def engine_core(server: ChainlitServer) -> psutil.Process:
+    for proc in psutil.Process(server.proc.pid).children(recursive=True):
+        if "EngineCore" in " ".join(proc.cmdline()):
+            return proc
+    raise AssertionError("no engine core process under the server")
+
+
+@pytest.fixture
+async def client(app_server):
+    chat = await ChatClient(app_server.url).connect()
+    await chat.change_settings({"max_tokens": 48})
+    yield chat
+    await chat.close()
+
+
+async def still_answers(chat: ChatClient) -> None:
+    reply = await chat.ask("Are you still there?")
+    assert stats_of(reply.content)["reply"] > 0
+
+
+@pytest.mark.parametrize("message,expect", [
+    ("", "Your message is empty"),
+    ("   \n\t  ", "Your message is empty"),
+    ("word " * 20000, "tokens, but only"),  # 100,000 characters: longer than any context
+    ("你好，世界！请用一句话介绍你自己。", "reply tokens"),
+    ("😀🚀🔥 what does this mean? 👍🏽👨‍👩‍👧", "reply tokens"),
+    ("مرحبا بالعالم — שלום עולם", "reply tokens"),
+    ("bell\x07 escape\x1b[31m red\x1b[0m form\x0cfeed", "reply tokens"),
+    ("a NUL \x00 in the middle", "reply tokens"),
+])
+async def test_bad_input_gets_a_clear_answer_and_the_chat_goes_on(client, message, expect):
+    await client.send(message)
+    await client.wait_idle()
+    assert expect in client.all_text().split(message)[-1] if message else expect in client.all_text()
+    await still_answers(client)
+
+
+async def test_stop_twice_and_stop_with_nothing_running_are_harmless(client):
+    await client.stop()  # nothing running
+    await client.change_settings({"max_tokens": 4000})
+    await client.send("A long story, please.")
+    await asyncio.sleep(0.3)
+    await client.stop()
+    await client.stop()
+    await client.wait_idle()
+    await client.change_settings({"max_tokens": 48})
+    await still_answers(client)
+
+
+async def test_a_new_message_during_a_reply_is_answered_too(client):
+    await client.change_settings({"max_tokens": 300})
+    await client.send("First question")
+    await asyncio.sleep(0.05)
+    second = await client.ask("Second question, sent while the first is streaming")
+    await asyncio.sleep(2)
+    replies = [m for m in client.replies("ERNIE Chat") if "reply tokens" in m.content]
+    assert len(replies) == 2, "both messages get a complete reply"
+    assert second.content
+
+
+@pytest.mark.parametrize("values", [
+    {"temperature": "hot"}, {"max_tokens": -5}, {"top_p": None}, {"max_tokens": 10**9},
+    {"preset": 42}, {"system_prompt": ["not", "text"]}, {"show_stats": "yes"},
+])
+async def test_bad_settings_sent_over_the_socket_are_refused(client, values):
+    await client.change_settings(values)
+    assert "Settings not applied" in client.all_text()
+    await still_answers(client)
+
+
+async def test_a_client_cannot_set_engine_arguments_or_paths(client, app_server):
+    await client.change_settings({"gpu_memory_utilization": 0.99, "model": "/etc/passwd",
+                                  "download_dir": "/tmp/evil", "kv_cache_memory_bytes": 1})
+    status = await client.ask("/status")
+    assert "Requests running" in status.content and "/etc/passwd" not in status.content
+    await still_answers(client)
+
+
+async def test_thirty_two_users_chat_at_once_and_nothing_is_lost_or_mixed(app_server):
+    clients = [await ChatClient(app_server.url).connect() for _ in range(32)]
+    try:
+        await asyncio.gather(*(c.change_settings({"max_tokens": 64}) for c in clients))
+        began, prompts = time.monotonic(), {}
+        for turn in range(3):
+            replies = await asyncio.gather(*(c.ask(f"user {i} turn {turn}") for i, c in enumerate(clients)))
+            for i, reply in enumerate(replies):
+                stats = stats_of(reply.content)
+                assert stats["reply"] == 64, f"user {i} turn {turn}: incomplete reply"
+                assert stats["prompt"] > prompts.get(i, 0), "each turn's prompt holds the history before it"
+                prompts[i] = stats["prompt"]
+        wall = time.monotonic() - began
+        ids = [m.id for c in clients for m in c.replies("ERNIE Chat")]
+        assert len(ids) == len(set(ids)) == 32 * 3, "each reply reaches exactly its own session"
+        ttfts = [int(re.search(r"first token (\d+) ms", m.content).group(1))
+                 for c in clients for m in c.replies("ERNIE Chat")]
+        queued = sum("Every slot of the engine is busy" in c.all_text() for c in clients)
+        print(f"\n32 users x 3 turns: {32 * 3 * 64 / wall:.0f} tok/s, p95 TTFT "
+              f"{statistics.quantiles(ttfts, n=20)[-1]:.0f} ms, {queued} sessions saw the queue notice")
+        assert queued > 0, "users beyond the engine's slots are told they wait"
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+
+
+async def test_engine_killed_mid_reply_tells_the_user_and_comes_back(client, app_server):
+    await client.change_settings({"max_tokens": 4000})
+    await client.send("Keep talking")
+    while not [m for m in client.replies("ERNIE Chat") if m.tokens]:
+        await asyncio.sleep(0.02)
+    engine_core(app_server).kill()
+    await client.wait_idle(120)
+    assert "The model engine stopped unexpectedly" in client.all_text()
+    await client.change_settings({"max_tokens": 48})
+    await still_answers(client)  # the engine restarted by itself
+
+
+async def test_a_preset_switch_while_another_user_streams(app_server):
+    reader, switcher = await ChatClient(app_server.url).connect(), await ChatClient(app_server.url).connect()
+    try:
+        await reader.change_settings({"max_tokens": 4000})
+        await reader.send("A very long answer please")
+        await asyncio.sleep(0.3)
+        await switcher.change_settings({"preset": "custom"})
+        await reader.wait_idle(300)
+        assert "Switching to 'custom': Ready" in switcher.all_text()
+        assert "is switching the memory preset" in reader.all_text()
+        await reader.change_settings({"max_tokens": 48})
+        await still_answers(reader)
+    finally:
+        await reader.close()
+        await switcher.close()
+
+
+async def test_an_unreachable_model_is_explained_and_the_app_stays_up(tmp_path):
+    server = ChainlitServer({"CHAT_MODEL": str(tmp_path / "no-such-model"), "CHAT_PRESET": "cpu"},
+                            tmp_path / "chainlit.log").start()
+    try:
+        chat = await ChatClient(server.url).connect()
+        await chat.send("hello?")
+        await chat.wait_idle(120)
+        assert "could not be found or downloaded" in chat.all_text() and "CHAT_MODEL" in chat.all_text()
+        status = await chat.ask("/status")
+        assert "| State | stopped |" in status.content
+        assert "could not be found" in (tmp_path / "chainlit.log").read_text()
+        await chat.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_port_in_use_is_a_clear_message_at_start(tmp_path, engine_env):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "chainlit", "run", "app.py", "-h", "--port", str(port)],
+                                cwd=ROOT, capture_output=True, text=True, timeout=120,
+                                env={**os.environ, **engine_env})
+    assert result.returncode != 0
+    assert f"port {port} is already in use" in (result.stdout + result.stderr).lower()
