@@ -72,7 +72,11 @@ class ChatEngine:
     async def _start_locked(self) -> None:
         async with self._lock:
             if not self.ready:
-                await self._launch(self.preset_name)
+                try:
+                    await self._launch(self.preset_name)
+                except Exception as error:
+                    log.error("the engine did not start: %s", error)
+                    raise
 
     async def _emit(self, stage: str, since: float, done: bool = False) -> None:
         event = Progress(stage, time.monotonic() - since, done)

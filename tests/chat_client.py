@@ -27,6 +27,7 @@ class ChatClient:
         self.url = url
         self.sio = socketio.AsyncClient(reconnection=False)
         self.messages: dict[str, Shown] = {}
+        self.ever_shown: list[str] = []  # every content shown, also of messages removed later
         self.settings_widgets: list[dict] = []
         self._started, self._ended, self._ready = asyncio.Event(), asyncio.Event(), asyncio.Event()
         for name in ("new_message", "update_message", "stream_start"):
@@ -51,6 +52,7 @@ class ChatClient:
     def _on_message(self, step: dict) -> None:
         shown = self.messages.setdefault(step["id"], Shown(step["id"], step.get("name", ""), step.get("type", "")))
         shown.content = step.get("output", shown.content) or ""
+        self.ever_shown.append(shown.content)
 
     def _on_token(self, data: dict) -> None:
         shown = self.messages.setdefault(data["id"], Shown(data["id"], "", "assistant_message"))
