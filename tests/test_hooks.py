@@ -1,0 +1,157 @@
+"""The app's own logic, hook by hook, inside a Chainlit context, with a fake engine (fast; no vLLM).
+
+The same paths run for real, with the real engine and server, in test_app.py.
+"""
+
+import asyncio
+import sys
+
+import pytest
+from chainlit.context import init_http_context
+from chainlit.emitter import BaseChainlitEmitter
+
+from engine.errors import ContextTooLongError
+from engine.records import Stats
+
+sys.modules.setdefault("ernie_chat_port_check", type(sys)("ernie_chat_port_check")).checked = True
+import app  # noqa: E402  (after marking the port as checked: no server binds in these tests)
+
+
+class Recorder(BaseChainlitEmitter):
+    """Keeps what the browser would be sent: message id -> latest content."""
+
+    def __init__(self, session):
+        super().__init__(session)
+        self.shown: dict[str, str] = {}
+
+    async def send_step(self, step):
+        self.shown[step["id"]] = step["output"]
+
+    update_step = send_step
+
+    async def delete_step(self, step):
+        self.shown.pop(step["id"], None)
+
+    async def send_token(self, id, token, is_sequence=False, is_input=False):
+        self.shown[id] = self.shown.get(id, "") + token
+
+    def set_chat_settings(self, settings):  # synchronous in the real emitter
+        pass
+
+
+class FakeEngine:
+    """Yields fixed deltas, then stats; can be told to block, to fail, or to saturate."""
+
+    def __init__(self):
+        self.settings = app.engine.settings
+        self.preset_name, self.ready, self.switched, self.aborted = "cpu", True, [], []
+        self.block = asyncio.Event()
+        self.block.set()
+        self.error = None
+        self.seen: list[list[dict]] = []
+
+    def saturated(self):
+        return False
+
+    async def stream(self, messages, sampling, system_prompt, request_id):
+        self.seen.append(messages)
+        if self.error:
+            raise self.error
+        for delta in ["Hello", " there", ", friend."]:
+            yield delta
+            await self.block.wait()
+        yield Stats(0.012, 321.0, 30, 3, 16, "stop", 0, 0.05)
+
+    async def abort(self, request_id):
+        self.aborted.append(request_id)
+
+    async def switch_preset(self, name, progress=None):
+        self.switched.append(name)
+        self.preset_name = name
+
+
+@pytest.fixture
+async def chat(monkeypatch):
+    context = init_http_context()
+    context.emitter = Recorder(context.session)
+    fake = FakeEngine()
+    monkeypatch.setattr(app, "engine", fake)
+    monkeypatch.setattr(app, "broadcast", lambda content: asyncio.sleep(0))
+    await app.start_chat()
+    return context.emitter, fake
+
+
+def user(text: str, id: str | None = None):
+    message = app.cl.Message(content=text, author="User", type="user_message")
+    if id:
+        message.id = id
+    return message
+
+
+async def test_a_reply_shows_its_text_and_cost_and_joins_the_history(chat):
+    shown, fake = chat
+    await app.on_message(user("Hi"))
+    reply = list(shown.shown.values())[-1]
+    assert reply.startswith("Hello there, friend.")
+    assert "first token 12 ms · 321 tok/s · 30 prompt + 3 reply tokens · 16 cached" in reply
+    await app.on_message(user("Again"))
+    assert fake.seen[-1] == [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello there, friend."},
+                             {"role": "user", "content": "Again"}]
+
+
+async def test_stop_keeps_the_partial_reply_in_the_chat_and_the_history(chat):
+    shown, fake = chat
+    fake.block.clear()
+    task = asyncio.create_task(app.on_message(user("Tell me")))
+    await asyncio.sleep(0.1)
+    task.cancel()  # what Chainlit does on Stop
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert list(shown.shown.values())[-1] == "Hello\n\n*Stopped.*"
+    fake.block.set()
+    await app.on_message(user("Go on"))
+    assert fake.seen[-1][1] == {"role": "assistant", "content": "Hello"}
+
+
+async def test_an_edited_message_reruns_from_that_point(chat):
+    _, fake = chat
+    first = user("first", id="m-1")
+    await app.on_message(first)
+    await app.on_message(user("second"))
+    first.content = "first, edited"
+    await app.on_message(first)
+    assert fake.seen[-1] == [{"role": "user", "content": "first, edited"}]
+
+
+async def test_stop_aborts_the_running_request_in_the_engine(chat):
+    _, fake = chat
+    app.cl.user_session.set("request_id", "req-7")
+    await app.on_stop()
+    assert fake.aborted == ["req-7"]
+
+
+async def test_engine_errors_are_shown_and_the_message_is_not_kept(chat):
+    shown, fake = chat
+    fake.error = ContextTooLongError(5000, 3000, 4096, 1024)
+    await app.on_message(user("x " * 5000))
+    assert "needs 5000 tokens, but only 3000 fit" in list(shown.shown.values())[-1]
+    fake.error = None
+    await app.on_message(user("short"))
+    assert fake.seen[-1] == [{"role": "user", "content": "short"}]
+
+
+async def test_empty_messages_and_status_never_reach_the_engine(chat):
+    shown, fake = chat
+    await app.on_message(user("   "))
+    assert "empty" in list(shown.shown.values())[-1]
+    assert fake.seen == []
+
+
+async def test_settings_are_validated_and_a_new_preset_switches_the_engine(chat):
+    shown, fake = chat
+    await app.on_settings({"temperature": "warm"})
+    assert "Settings not applied: temperature" in list(shown.shown.values())[-1]
+    await app.on_settings({"temperature": 0.3, "max_tokens": 64, "preset": "6gb"})
+    assert fake.switched == ["6gb"]
+    prefs = app.cl.user_session.get("prefs")
+    assert prefs.sampling.temperature == 0.3 and prefs.sampling.max_tokens == 64
