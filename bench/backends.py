@@ -149,6 +149,32 @@ class HfGenerate(Backend):
             torch.cuda.empty_cache()
 
 
+class AppPath(Backend):
+    """The whole app: a real `chainlit run app.py` server, one socket.io client per chat."""
+
+    def __init__(self, server, tokenizer):
+        super().__init__(tokenizer)
+        self.server = server
+
+    async def run(self, text: str, max_tokens: int) -> Result:
+        from chat_client import ChatClient
+        from test_app import stats_of
+
+        client = await ChatClient(self.server.url).connect()
+        try:
+            await client.change_settings({"max_tokens": max_tokens, "show_stats": True})
+            began = time.monotonic()
+            reply = await client.ask(text)
+            total = time.monotonic() - began
+        finally:
+            await client.close()
+        stats = stats_of(reply.content)
+        return Result(reply.first_at - began, stats["reply"], total, stats["cached"])
+
+    async def close(self) -> None:
+        self.server.stop()
+
+
 async def create(config: dict):
     kind, model = config["kind"], config["model"]
     if kind == "ours":
@@ -164,6 +190,8 @@ async def create(config: dict):
         return await asyncio.to_thread(_raw_vllm, config)
     if kind == "hf":
         return await asyncio.to_thread(_hf, model)
+    if kind == "app":
+        return await _app(config)
     raise ValueError(f"unknown kind {kind!r}")
 
 
@@ -192,3 +220,21 @@ def _hf(model_path: str) -> HfGenerate:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.bfloat16).to(device).eval()
     return HfGenerate(model, AutoTokenizer.from_pretrained(model_path), device)
+
+
+async def _app(config: dict) -> AppPath:
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from server import ChainlitServer
+
+    log = Path(tempfile.mkdtemp()) / "chainlit.log"
+    env = {"CHAT_MODEL": config["model"], "CHAT_PRESET": config["preset"]}
+    server = await asyncio.to_thread(ChainlitServer(env, log).start)
+    app = AppPath(server, AutoTokenizer.from_pretrained(config["model"]))
+    await app.run("Start the engine.", 1)  # the first chat starts the engine
+    return app

@@ -42,6 +42,7 @@ GPU_CONFIGS = [
 CPU_CONFIGS = [
     {"kind": "ours", "preset": "cpu", "name": "ours:cpu", "switch_to": "cpu"},
     {"kind": "raw", "preset": "cpu"},
+    {"kind": "app", "preset": "cpu", "name": "app path:cpu"},
     {"kind": "hf", "name": "transformers generate"},
 ]
 

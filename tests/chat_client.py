@@ -20,6 +20,7 @@ class Shown:
     type: str
     content: str = ""
     tokens: list[tuple[float, str]] = field(default_factory=list)  # (arrival time, batch of text)
+    first_at: float = field(default_factory=time.monotonic)  # when the message first appeared
 
 
 class ChatClient:
@@ -94,6 +95,13 @@ class ChatClient:
 
     def all_text(self) -> str:
         return "\n".join(m.content for m in self.messages.values())
+
+    async def edit(self, message_id: str, text: str) -> None:
+        """Edit an earlier user message: Chainlit reruns the chat from it."""
+        self._started.clear()
+        self._ended.clear()
+        self.messages[message_id].content = text
+        await self.sio.emit("edit_message", {"message": {"id": message_id, "output": text}})
 
     async def stop(self) -> None:
         await self.sio.emit("stop")

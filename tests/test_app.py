@@ -54,6 +54,22 @@ async def test_stop_ends_the_reply_in_the_engine_and_keeps_the_partial_text(clie
     assert stats_of(follow_up.content)["prompt"] > stats_of(first.content)["prompt"] + 20
 
 
+async def test_stop_also_ends_a_rerun_started_by_editing_a_message(client):
+    await client.change_settings({"max_tokens": 16})
+    question = await client.send("The original question")
+    await client.wait_idle()
+    before = {m.id for m in client.replies()}
+    await client.change_settings({"max_tokens": 4000})
+    await client.edit(question, "The edited question, with a long answer")
+    while not [m for m in client.replies("ERNIE Chat") if m.id not in before and m.tokens]:
+        await asyncio.sleep(0.01)
+    await client.stop()
+    await client.wait_idle()
+    rerun = [m for m in client.replies("ERNIE Chat") if m.id not in before and m.tokens][-1]
+    assert "*Stopped.*" in rerun.content
+    assert stats_of(rerun.content)["reply"] < 1500, "the rerun must end in the engine, not run to its limit"
+
+
 async def test_settings_change_applies_to_the_next_message(client):
     await client.change_settings({"max_tokens": 16, "temperature": 0.2, "show_stats": True})
     reply = await client.ask("Short answer please")
