@@ -10,6 +10,7 @@ COLUMNS = [
     ("ttft_long_p95_ms", "TTFT 1.5k p95", "{:.0f}"),
     ("decode_tok_s", "1-stream tok/s", "{:.0f}"),
     ("engine_layer_overhead_pct", "layer overhead %", "{:.1f}"),
+    ("tok_s_at_1", "1 chat tok/s", "{:.0f}"),
     ("tok_s_at_8", "8 chats tok/s", "{:.0f}"),
     ("tok_s_at_32", "32 chats tok/s", "{:.0f}"),
     ("prefix_second_ttft_ms", "prefix hit TTFT", "{:.0f}"),
