@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The GPU run on the H200 test machine (../shared/gpu/README.md), after `source .gpuB/device-setup.sh`:
+# The GPU benchmark, detached from the shell so that it outlives a time-limited remote command:
 #   bash bench/gpu.sh start     # writes the ERNIE-0.3B-shaped model, starts the run in the background
-#   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT
-# The run outlives one device call (each is at most 10 minutes), so it runs detached.
+#   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
 set -u
 results=/tmp/bench-results
 case "${1:-}" in
@@ -16,7 +15,8 @@ case "${1:-}" in
     deadline=$((SECONDS + ${2:-540}))
     while pgrep -f "bench.run --target gpu" > /dev/null && [ $SECONDS -lt $deadline ]; do sleep 5; done
     cat /tmp/bench.out
-    mkdir -p "$OUT" && cp "$results"/* /tmp/bench.out "$OUT"/ 2>/dev/null
+    out=${OUT:-bench/results}
+    mkdir -p "$out" && cp "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
     pgrep -f "bench.run --target gpu" > /dev/null && echo "STILL RUNNING" || echo "FINISHED" ;;
   *) echo "usage: $0 start|wait [seconds]"; exit 2 ;;
 esac
