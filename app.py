@@ -119,10 +119,14 @@ async def reply_to(history: list[dict], message: cl.Message) -> None:
         await finish(history, message, reply, reply.content + pending, None, prefs.show_stats)
         raise
     except ChatError as error:
+        if reply.content or pending:  # the engine failed mid-reply: keep what was written
+            await finish(history, message, reply, reply.content + pending, None, prefs.show_stats)
         await cl.ErrorMessage(content=str(error), author="system").send()
         return
     finally:
         cl.user_session.set("request_id", None)
+        if queued is not None:
+            await queued.remove()
     await finish(history, message, reply, reply.content + pending, stats, prefs.show_stats)
 
 

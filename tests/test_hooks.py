@@ -47,7 +47,7 @@ class FakeEngine:
         self.preset_name, self.ready, self.switched, self.aborted = "cpu", True, [], []
         self.block = asyncio.Event()
         self.block.set()
-        self.error = None
+        self.error = self.error_mid_reply = None
         self.seen: list[list[dict]] = []
 
     def saturated(self):
@@ -59,6 +59,8 @@ class FakeEngine:
             raise self.error
         for delta in ["Hello", " there", ", friend."]:
             yield delta
+            if self.error_mid_reply:
+                raise self.error_mid_reply
             await self.block.wait()
         yield Stats(0.012, 321.0, 30, 3, 16, "stop", 0, 0.05)
 
@@ -138,6 +140,20 @@ async def test_engine_errors_are_shown_and_the_message_is_not_kept(chat):
     fake.error = None
     await app.on_message(user("short"))
     assert fake.seen[-1] == [{"role": "user", "content": "short"}]
+
+
+async def test_an_engine_failure_mid_reply_keeps_the_partial_text_and_says_why(chat):
+    from engine.errors import EngineDiedError
+
+    shown, fake = chat
+    fake.error_mid_reply = EngineDiedError("EngineDeadError")
+    await app.on_message(user("Tell me"))
+    texts = list(shown.shown.values())
+    assert "Hello\n\n*Stopped.*" in texts
+    assert "stopped unexpectedly" in texts[-1] and "restarts by itself" in texts[-1]
+    fake.error_mid_reply = None
+    await app.on_message(user("Again"))
+    assert fake.seen[-1][1] == {"role": "assistant", "content": "Hello"}
 
 
 async def test_empty_messages_and_status_never_reach_the_engine(chat):
