@@ -9,21 +9,21 @@ import time
 import uuid
 
 import chainlit as cl
-from engine.engine import shared_engine
-from engine.errors import ChatError
-from engine.records import Stats
-from ui import sidebar, text
-from ui.broadcast import broadcast
-from ui.port import exit_if_port_taken
+
+from ui.reload import pin_engine_modules, restore_engine_modules
+
+restore_engine_modules()  # a `-w` reload must reuse the running engine's classes
+from engine.engine import shared_engine  # noqa: E402
+from engine.errors import ChatError  # noqa: E402
+from engine.records import Stats  # noqa: E402
+from ui import sidebar, text  # noqa: E402
+from ui.broadcast import broadcast  # noqa: E402
+from ui.port import exit_if_port_taken  # noqa: E402
+
+pin_engine_modules()
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
-STARTERS = [
-    cl.Starter(label="Explain KV caching", message="Explain in three sentences what a KV cache is."),
-    cl.Starter(label="Write Python", message="Write a Python function that checks if a word is a palindrome."),
-    cl.Starter(label="你好", message="用一句话介绍你自己。"),
-    cl.Starter(label="Plan a day", message="Plan a relaxed Saturday in Beijing, in a short list."),
-]
 
 exit_if_port_taken()
 engine = shared_engine()
@@ -31,7 +31,7 @@ engine = shared_engine()
 
 @cl.set_starters
 async def starters(user=None, language=None):
-    return STARTERS
+    return text.STARTERS
 
 
 @cl.on_chat_start

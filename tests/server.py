@@ -19,18 +19,19 @@ def free_port() -> int:
 
 
 class ChainlitServer:
-    def __init__(self, env: dict[str, str], log_path: Path, port: int | None = None):
+    def __init__(self, env: dict[str, str], log_path: Path, port: int | None = None, watch: bool = False):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "CHAINLIT_HOST": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
+        self.watch = watch
 
     def start(self, timeout: float = 120) -> "ChainlitServer":
         chainlit = Path(sys.executable).with_name("chainlit")
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [str(chainlit), "run", "app.py", "-h", "--port", str(self.port)],
+            [str(chainlit), "run", "app.py", "-h", "--port", str(self.port), *(["-w"] if self.watch else [])],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

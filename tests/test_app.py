@@ -117,3 +117,38 @@ async def test_preset_switch_rebuilds_the_engine_and_tells_the_other_chats(app_s
     finally:
         await a.close()
         await b.close()
+
+
+async def test_a_watch_reload_keeps_the_running_engine(engine_env, tmp_path):
+    """`chainlit run app.py -w` re-imports the app on every save: the engine must not be rebuilt."""
+    import psutil
+
+    from server import ROOT, ChainlitServer
+
+    server = ChainlitServer(engine_env, tmp_path / "chainlit.log", watch=True).start()
+    probe = ROOT / "ui" / "_reload_probe.py"
+    try:
+        chat = await ChatClient(server.url).connect()
+        await chat.change_settings({"max_tokens": 16})
+        await chat.ask("before the reload")
+        engines = {p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)
+                   if "EngineCore" in " ".join(p.cmdline())}
+        probe.write_text('"""Written by a test to trigger a -w reload."""\n')
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if "Reloading app" in (tmp_path / "chainlit.log").read_text():
+                break
+        else:
+            raise AssertionError("the app was not reloaded")
+        await chat.close()
+        chat = await ChatClient(server.url).connect()
+        await chat.change_settings({"max_tokens": 16})
+        reply = await chat.ask("after the reload", timeout=30)
+        assert stats_of(reply.content)["reply"] == 16
+        after = {p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)
+                 if "EngineCore" in " ".join(p.cmdline())}
+        assert after == engines and len(engines) == 1, "the same engine process serves after the reload"
+        await chat.close()
+    finally:
+        probe.unlink(missing_ok=True)
+        server.stop()

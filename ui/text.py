@@ -1,6 +1,15 @@
-"""The short texts the chat shows: start-up progress, the cost of a reply, the engine status."""
+"""The texts the chat shows: starter prompts, start-up progress, the cost of a reply, the engine status."""
+
+import chainlit as cl
 
 from engine.records import Progress, Stats, Status
+
+STARTERS = [
+    cl.Starter(label="Explain KV caching", message="Explain in three sentences what a KV cache is."),
+    cl.Starter(label="Write Python", message="Write a Python function that checks if a word is a palindrome."),
+    cl.Starter(label="你好", message="用一句话介绍你自己。"),
+    cl.Starter(label="Plan a day", message="Plan a relaxed Saturday in Beijing, in a short list."),
+]
 
 
 def progress_line(title: str, progress: Progress) -> str:
