@@ -114,7 +114,7 @@ class ChatEngine:
                 self._llm, self._tokenizer = build.result()
             except Exception as error:
                 self._engine_pids = hardware.child_pids() - before
-                await self._reap()
+                await self._stop_engine()
                 raise classify_start_error(error, self.settings.model, self.preset) from error
             self._engine_pids = hardware.child_pids() - before
             self._stop_ids = stop_token_ids(self._tokenizer)
@@ -142,16 +142,7 @@ class ChatEngine:
 
     async def _stop_engine(self) -> None:
         """Shut the engine down and wait until its processes and GPU memory are gone."""
-        llm, self._llm = self._llm, None
-        if llm is not None:
-            await asyncio.to_thread(llm.shutdown)
-        await self._reap()
-
-    async def _reap(self) -> None:
-        survivors = await asyncio.to_thread(hardware.wait_gone, self._engine_pids)
-        if survivors:
-            log.error("engine processes survived shutdown: %s", survivors)
-        self._engine_pids = set()
+        await asyncio.to_thread(self.shutdown)
         if self._gpu_baseline is not None:
             held = await asyncio.to_thread(hardware.wait_gpu_memory_back, self._gpu_baseline)
             if held:
@@ -187,7 +178,9 @@ class ChatEngine:
         llm, self._llm = self._llm, None
         if llm is not None:
             llm.shutdown()
-        hardware.wait_gone(self._engine_pids)
+        survivors = hardware.wait_gone(self._engine_pids)
+        if survivors:
+            log.error("engine processes survived shutdown: %s", survivors)
         self._engine_pids = set()
 
     @staticmethod
