@@ -51,7 +51,11 @@ async def ensure_engine(keep_note: bool = False) -> bool:
     note = cl.Message(content="⏳ Starting the model engine…", author="system")
     await note.send()
 
+    notice = ""
+
     async def report(progress):
+        nonlocal notice
+        notice = progress.notice
         note.content = text.progress_line("Starting the model engine", progress)
         await note.update()
 
@@ -61,7 +65,7 @@ async def ensure_engine(keep_note: bool = False) -> bool:
         note.content = f"❌ {error}"
         await note.update()
         return False
-    if not keep_note:
+    if not keep_note and not notice:  # a note that tells something (e.g. which preset auto chose) stays
         await note.remove()
     return True
 

@@ -208,7 +208,7 @@ def _raw_vllm(config: dict) -> RawVllm:
     else:
         preset = presets.lookup(config["preset"])
         device = hardware.gpu() if preset.device == "cuda" else None
-        kwargs = presets.engine_kwargs(preset, model, None, device and device.total_bytes, device and device.free_bytes)
+        kwargs = presets.engine_kwargs(preset, model, None, device and device.total_bytes)
     return RawVllm(AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), AutoTokenizer.from_pretrained(model),
                    config.get("temperature", 0.8))
 

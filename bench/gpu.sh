@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# The GPU benchmark, detached from the shell so that it outlives a time-limited remote command:
-#   bash bench/gpu.sh start     # writes the ERNIE-0.3B-shaped model, starts the run in the background
+# The GPU benchmarks, detached from the shell so that they outlive a time-limited remote command:
+#   bash bench/gpu.sh start     # writes the ERNIE-0.3B-shaped model, starts `bench.run` in the background
+#   bash bench/gpu.sh cards     # the same for `bench.cards` (small cards simulated on this GPU)
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
 set -u
 results=/tmp/bench-results
+model=models/ernie-0.3b-random
+running() { pgrep -f "bench.(run --target gpu|cards --model)" > /dev/null; }
+make_model() {
+  [ -f $model/model.safetensors ] && return
+  python3 scripts/make_tiny_model.py $model --full-size > /tmp/model.log 2>&1 || { tail -20 /tmp/model.log; exit 4; }
+}
 case "${1:-}" in
-  start)
-    python3 scripts/make_tiny_model.py models/ernie-0.3b-random --full-size > /tmp/model.log 2>&1 \
-      || { tail -20 /tmp/model.log; exit 4; }
-    setsid nohup python3 -m bench.run --target gpu --model models/ernie-0.3b-random --out "$results" "${@:2}" \
-      > /tmp/bench.out 2>&1 < /dev/null &
+  start|cards)
+    make_model
+    if [ "$1" = start ]; then what=(bench.run --target gpu); else what=(bench.cards); fi
+    setsid nohup python3 -m "${what[@]}" --model $model --out "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
   wait)
     deadline=$((SECONDS + ${2:-540}))
-    while pgrep -f "bench.run --target gpu" > /dev/null && [ $SECONDS -lt $deadline ]; do sleep 5; done
+    while running && [ $SECONDS -lt $deadline ]; do sleep 5; done
     cat /tmp/bench.out
     out=${OUT:-bench/results}
     mkdir -p "$out" && cp "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
-    pgrep -f "bench.run --target gpu" > /dev/null && echo "STILL RUNNING" || echo "FINISHED" ;;
-  *) echo "usage: $0 start|wait [seconds]"; exit 2 ;;
+    running && echo "STILL RUNNING" || echo "FINISHED" ;;
+  *) echo "usage: $0 start|cards|wait [seconds]"; exit 2 ;;
 esac

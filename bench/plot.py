@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.table import by_config  # noqa: E402
 from engine.presets import BUILT_IN  # noqa: E402
+from engine.sizing import GIB, footprint  # noqa: E402
 
 
 def plot(report: dict, stem: Path) -> list[Path]:
@@ -35,8 +36,9 @@ def plot(report: dict, stem: Path) -> list[Path]:
     for n in names:
         preset = BUILT_IN.get(n.split(":")[-1].split(" ")[0])
         if preset and n.startswith("ours"):
-            ax.plot([preset.budget_gib] * 2, [names.index(n) - 0.4, names.index(n) + 0.4], color="red")
-    ax.set(xlabel="peak device memory, GiB (red: the preset's budget)", xscale="log",
+            size = footprint(preset).total / GIB
+            ax.plot([size] * 2, [names.index(n) - 0.4, names.index(n) + 0.4], color="red")
+    ax.set(xlabel="peak device memory, GiB (red: the preset's footprint, engine.sizing)", xscale="log",
            title=f"Memory · {report['device']}")
     ax.grid(alpha=0.3, axis="x")
     paths.append(Path(f"{stem}-memory.png"))

@@ -32,7 +32,7 @@ async def main() -> None:
         began = time.perf_counter()
         await engine.switch_preset(name)
         print(json.dumps({"switch": i + 1, "to": name, "seconds": round(time.perf_counter() - began, 1),
-                          "memory_gib": round(watch.used_gib(), 3), "budget_gib": engine.preset.budget_gib,
+                          "memory_gib": round(watch.used_gib(), 3), "footprint_gib": engine.status().needs_gib,
                           "engine_processes": len(hardware.child_pids())}), flush=True)
     engine.shutdown()
     print(json.dumps({"left_after_shutdown_mib": round(watch.left_after_close_mib(), 1),

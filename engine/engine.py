@@ -10,21 +10,26 @@ never builds a second engine on the GPU.
 import asyncio
 import atexit
 import logging
+import os
 import sys
 import time
 import types
 import uuid
 from collections.abc import AsyncIterator
 
-from engine import hardware, presets
+from engine import hardware, presets, sizing
 from engine.chat import build_prompt, stop_token_ids
+from engine.enginelog import OutputTail
 from engine.errors import EngineDiedError, EngineStartError, PresetSwitchError
 from engine.records import Progress, ProgressCallback, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
-from engine.startup import classify_start_error, resolve_preset
+from engine.startup import classify_start_error, plan_start
 
 log = logging.getLogger("engine")
 RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
+ENGINE_OUTPUT = RUNTIME.__dict__.setdefault("engine_output", OutputTail())
+# FlashInfer's sampler compiles itself on a machine's first start; vLLM's PyTorch sampler decodes as fast here.
+os.environ.setdefault("VLLM_USE_FLASHINFER_SAMPLER", "0")
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
 
 
@@ -78,8 +83,8 @@ class ChatEngine:
                     log.error("the engine did not start: %s", error)
                     raise
 
-    async def _emit(self, stage: str, since: float, done: bool = False) -> None:
-        event = Progress(stage, time.monotonic() - since, done)
+    async def _emit(self, stage: str, since: float, done: bool = False, notice: str = "") -> None:
+        event = Progress(stage, time.monotonic() - since, done, notice)
         for callback in list(self._listeners):
             try:
                 result = callback(event)
@@ -96,33 +101,37 @@ class ChatEngine:
         self.starting = True
         try:
             await self._emit("Checking the device", began)
-            self.device, self.preset = resolve_preset(name, self.settings)
+            plan = plan_start(name, self.settings)
+            self.device, self.preset = plan.device, plan.preset
             self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
             kwargs = presets.engine_kwargs(
                 self.preset, self.settings.model,
                 str(self.settings.download_dir) if self.settings.download_dir else None,
-                self.device.total_bytes if self.device.kind == "cuda" else None,
-                self.device.free_bytes if self.device.kind == "cuda" else None,
+                self.device.total_bytes if self.device.kind == "cuda" else None, plan.dtype,
             )
             stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
             before = hardware.child_pids()
-            build = asyncio.ensure_future(asyncio.to_thread(_build_engine, kwargs, self.settings))
-            while not build.done():
-                await self._emit(stage, began)
-                await asyncio.wait([build], timeout=1.0)
+            mark = ENGINE_OUTPUT.mark()
+            with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
+                build = asyncio.ensure_future(asyncio.to_thread(_build_engine, kwargs, self.settings))
+                while not build.done():
+                    await self._emit(stage, began)
+                    await asyncio.wait([build], timeout=1.0)
             try:
                 self._llm, self._tokenizer = build.result()
             except Exception as error:
                 self._engine_pids = hardware.child_pids() - before
                 await self._stop_engine()
-                raise classify_start_error(error, self.settings.model, self.preset) from error
+                await asyncio.sleep(0.2)  # the engine process's last lines are still in the pipe
+                cause = classify_start_error(error, self.settings.model, self.preset, ENGINE_OUTPUT.since(mark))
+                raise cause from error
             self._engine_pids = hardware.child_pids() - before
             self._stop_ids = stop_token_ids(self._tokenizer)
             if self.settings.warmup:
                 await self._emit("Warming up", began)
                 await self._warm_up()
             self.preset_name = name
-            await self._emit("Ready", began, done=True)
+            await self._emit("Ready", began, done=True, notice=plan.notice)
             log.info("engine ready: %s preset on %s in %.1f s", self.preset.name, self.device.name,
                      time.monotonic() - began)
         finally:
@@ -295,12 +304,18 @@ class ChatEngine:
             purpose=preset.purpose if preset else "",
             device=self.device.name if self.device else "not started",
             max_model_len=preset.max_model_len if preset else None,
-            budget_gib=preset.budget_gib if preset else None,
+            needs_gib=self._footprint_gib(),
             memory_used_gib=used,
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
         )
+
+
+    def _footprint_gib(self) -> float | None:
+        if self.preset is None or self.preset.device != "cuda":
+            return None
+        return sizing.footprint(self.preset, sizing.weights_bytes(self.settings.model)).total / presets.GIB
 
 
 def _gauges() -> dict[str, float]:

@@ -37,7 +37,8 @@ class NoGpuError(ChatError):
 class OutOfMemoryError(ChatError):
     def __init__(self, preset: str, detail: str, smaller: str | None):
         fix = (f"Try the '{smaller}' preset, or close other programs that use the GPU."
-               if smaller else "Close other programs that use the GPU, or use the 'cpu' preset.")
+               if smaller else "Close other programs that use the GPU (browsers, games, other models) and try "
+               "again, or run on the processor: `CHAT_VARIANT=cpu bash scripts/setup.sh`, then CHAT_PRESET=cpu.")
         super().__init__(f"Not enough memory to start the '{preset}' preset ({detail}).", fix)
 
 
@@ -47,6 +48,32 @@ class ModelNotFoundError(ChatError):
             f"Model '{model}' could not be found or downloaded ({detail}).",
             "Check your network, or download it once and set CHAT_MODEL to its local folder "
             "(or CHAT_DOWNLOAD_DIR to where it is cached).",
+        )
+
+
+class GpuDriverError(ChatError):
+    def __init__(self, detail: str):
+        super().__init__(
+            f"The NVIDIA driver cannot run this build of vLLM ({detail}).",
+            "Update the NVIDIA driver to version 580 or newer (vLLM's CUDA 13 build needs it), or run on the "
+            "processor: `CHAT_VARIANT=cpu bash scripts/setup.sh`, then CHAT_PRESET=cpu.",
+        )
+
+
+class UnsupportedGpuError(ChatError):
+    def __init__(self, detail: str):
+        super().__init__(
+            f"This GPU is too old for vLLM's CUDA 13 build ({detail}); it needs compute capability 7.5 or newer.",
+            "Run on the processor instead: `CHAT_VARIANT=cpu bash scripts/setup.sh`, then CHAT_PRESET=cpu.",
+        )
+
+
+class DamagedModelError(ChatError):
+    def __init__(self, model: str, detail: str):
+        super().__init__(
+            f"The files of model '{model}' are damaged or incomplete ({detail}).",
+            "Download it again (delete the folder, or its entry in the Hugging Face cache, and restart), "
+            "or set CHAT_MODEL to a good copy.",
         )
 
 

@@ -22,6 +22,8 @@ class Device:
     name: str
     total_bytes: int
     free_bytes: int
+    driver: str | None = None  # NVIDIA driver version, e.g. "580.65.06"
+    capability: tuple[int, int] | None = None  # CUDA compute capability, e.g. (8, 9)
 
 
 def cpu_build() -> bool:
@@ -51,9 +53,15 @@ def gpu() -> Device | None:
         nvml, handle = _nvml_handle()
         info = nvml.nvmlDeviceGetMemoryInfo(handle)
         name = nvml.nvmlDeviceGetName(handle)
+        driver = nvml.nvmlSystemGetDriverVersion()
+        capability = tuple(nvml.nvmlDeviceGetCudaComputeCapability(handle))
     except Exception:
         return None
-    return Device("cuda", name if isinstance(name, str) else name.decode(), info.total, info.free)
+    return Device("cuda", _text(name), info.total, info.free, _text(driver), capability)
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else value.decode()
 
 
 def cpu() -> Device:

@@ -1,24 +1,26 @@
 """The memory presets, as data, and the one place that turns a preset into vLLM arguments.
 
-A preset is sized for a card: `budget_gib` is all the GPU memory the engine may
-take (weights, CUDA context, activations, CUDA graphs and KV cache), leaving the
-rest of the card to the desktop. For ERNIE-4.5-0.3B the KV cache is cheap
-(18 KiB per token: 1 GiB holds ~58k tokens), so the fixed costs decide the fit.
+A preset is sized for a card with a desktop on it: what it really takes on the
+GPU (weights, the engine's CUDA context, activations and graphs, KV cache) is
+computed by `engine.sizing.footprint()`, and `auto` picks the largest preset
+whose footprint, plus headroom, fits the memory that is free right now. For
+ERNIE-4.5-0.3B the KV cache is cheap (18 KiB per token: 1 GiB holds ~58k
+tokens), so the fixed costs decide the fit.
 
 "Swap space" is `swap_gib`: vLLM V1 replaced `swap_space` with CPU KV offload
 (`kv_offloading_size`). It is off in the built-in presets: the GPU KV cache
 already holds more tokens than the presets' sequences can use, and measured
-offload made prefix hits slower (see bench/README.md). A custom preset can turn it on.
+offload made prefix hits slower (see README). A custom preset can turn it on.
 """
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine import sizing
 from engine.errors import UnknownPresetError
 
-GIB = 1 << 30
-AUTO_MARGIN_GIB = 0.5  # free memory that `auto` leaves unused on top of a preset's budget
+GIB = sizing.GIB
 
 
 class Preset(BaseModel):
@@ -27,8 +29,7 @@ class Preset(BaseModel):
     name: str = Field("custom", min_length=1, max_length=32, description="Name shown in the sidebar.")
     purpose: str = Field("Custom preset", max_length=120, description="What the preset is for, shown to the user.")
     device: Literal["cuda", "cpu"] = Field("cuda", description="Where it runs.")
-    budget_gib: float = Field(ge=0.5, le=1024, description="All device memory the engine may use (RAM on cpu).")
-    kv_cache_gib: float = Field(gt=0, le=1024, description="Memory for the KV cache, inside the budget.")
+    kv_cache_gib: float = Field(gt=0, le=1024, description="Memory for the KV cache (RAM on cpu).")
     max_model_len: int = Field(ge=256, le=131072, description="Longest prompt plus reply, in tokens.")
     max_num_seqs: int = Field(ge=1, le=1024, description="Most requests decoded together; more wait in a queue.")
     max_num_batched_tokens: int = Field(ge=256, le=65536, description="Most tokens in one engine step (prefill chunk).")
@@ -41,21 +42,20 @@ class Preset(BaseModel):
 BUILT_IN: dict[str, Preset] = {
     p.name: p
     for p in [
-        Preset(name="4gb", purpose="4 GB cards: 4k context, 32 chats at once",
-               budget_gib=3.5, kv_cache_gib=1.25, max_model_len=4096, max_num_seqs=32,
-               max_num_batched_tokens=2048),
-        Preset(name="6gb", purpose="6 GB cards: 8k context, 32 chats at once",
-               budget_gib=5.0, kv_cache_gib=2.0, max_model_len=8192, max_num_seqs=32,
-               max_num_batched_tokens=4096),
-        Preset(name="8gb", purpose="8 GB cards: 16k context, 64 chats at once",
-               budget_gib=6.5, kv_cache_gib=3.0, max_model_len=16384, max_num_seqs=64,
-               max_num_batched_tokens=8192),
+        Preset(name="2gb", purpose="The tightest cards (2.2 GiB free): 2k context, 16 chats at once",
+               kv_cache_gib=0.35, max_model_len=2048, max_num_seqs=16, max_num_batched_tokens=1024),
+        Preset(name="4gb", purpose="4 GB cards (3 GiB free): 4k context, 32 chats at once",
+               kv_cache_gib=0.75, max_model_len=4096, max_num_seqs=32, max_num_batched_tokens=2048),
+        Preset(name="6gb", purpose="6 GB cards (5 GiB free): 8k context, 32 chats at once",
+               kv_cache_gib=2.5, max_model_len=8192, max_num_seqs=32, max_num_batched_tokens=4096),
+        Preset(name="8gb", purpose="8 GB cards (7 GiB free): 16k context, 64 chats at once",
+               kv_cache_gib=4.0, max_model_len=16384, max_num_seqs=64, max_num_batched_tokens=8192),
         Preset(name="cpu", purpose="No GPU: runs on the processor, 4k context",
-               device="cpu", budget_gib=3.0, kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
+               device="cpu", kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
                max_num_batched_tokens=2048, cuda_graphs=False),
     ]
 }
-GPU_BY_SIZE = ["8gb", "6gb", "4gb"]  # largest first: what `auto` tries
+GPU_BY_SIZE = ["8gb", "6gb", "4gb", "2gb"]  # largest first: what `auto` tries
 
 
 def names(custom: Preset | None = None) -> list[str]:
@@ -73,28 +73,28 @@ def lookup(name: str, custom: Preset | None = None) -> Preset | None:
     raise UnknownPresetError(name, names(custom))
 
 
-def pick_auto(free_gib: float | None) -> Preset:
-    """The largest GPU preset that fits the free memory with a margin; cpu without a GPU."""
-    if free_gib is None:
-        return BUILT_IN["cpu"]
+def pick_auto(free_bytes: int, weights: int) -> Preset | None:
+    """The largest GPU preset whose footprint fits the free memory with headroom; None if none does."""
     for name in GPU_BY_SIZE:
-        if BUILT_IN[name].budget_gib + AUTO_MARGIN_GIB <= free_gib:
+        if sizing.fits(sizing.footprint(BUILT_IN[name], weights), free_bytes):
             return BUILT_IN[name]
-    return BUILT_IN[GPU_BY_SIZE[-1]]
+    return None
 
 
 def smaller_than(preset: Preset) -> str | None:
     """The next smaller GPU preset, offered when this one runs out of memory."""
-    smaller = [n for n in GPU_BY_SIZE if BUILT_IN[n].budget_gib < preset.budget_gib]
+    size = sizing.footprint(preset).total
+    smaller = [n for n in GPU_BY_SIZE if sizing.footprint(BUILT_IN[n]).total < size]
     return smaller[0] if smaller else None
 
 
 def engine_kwargs(preset: Preset, model: str, download_dir: str | None,
-                  total_bytes: int | None, free_bytes: int | None) -> dict:
-    """vLLM engine arguments for this preset on a device with this much memory."""
+                  total_bytes: int | None = None, dtype: str = "auto") -> dict:
+    """vLLM engine arguments for this preset (on a GPU with `total_bytes` of memory)."""
     kwargs = dict(
         model=model,
         download_dir=download_dir,
+        dtype=dtype,
         max_model_len=preset.max_model_len,
         max_num_seqs=preset.max_num_seqs,
         max_num_batched_tokens=preset.max_num_batched_tokens,
@@ -106,10 +106,8 @@ def engine_kwargs(preset: Preset, model: str, download_dir: str | None,
     if preset.swap_gib > 0:
         kwargs["kv_offloading_size"] = preset.swap_gib
     if preset.device == "cuda" and total_bytes:
-        # With kv_cache_memory_bytes set, vLLM uses the utilization only for its start-up
-        # check (free memory >= utilization x total): ask for the budget, or what is free.
-        wanted = min(preset.budget_gib * GIB, 0.97 * (free_bytes or total_bytes))
-        kwargs["gpu_memory_utilization"] = round(max(wanted / total_bytes, 0.01), 4)
+        need = sizing.footprint(preset, sizing.weights_bytes(model))
+        kwargs["gpu_memory_utilization"] = sizing.gpu_memory_utilization(need, total_bytes)
         if preset.cuda_graphs:
             kwargs["compilation_config"] = {
                 "mode": 3 if preset.torch_compile else 0,

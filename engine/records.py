@@ -12,6 +12,7 @@ class Progress:
     stage: str
     elapsed_s: float
     done: bool = False
+    notice: str = ""  # what the user should know about the start (e.g. which preset `auto` chose)
 
 
 ProgressCallback = Callable[[Progress], Awaitable[None] | None]
@@ -38,7 +39,7 @@ class Status:
     purpose: str
     device: str
     max_model_len: int | None
-    budget_gib: float | None
+    needs_gib: float | None  # what the preset takes on the device, by engine.sizing
     memory_used_gib: float | None
     kv_cache_usage: float | None  # fraction of the KV cache in use
     requests_running: int

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     preset: str = Field("auto", min_length=1, description="Memory preset: auto, 4gb, 6gb, 8gb, cpu or custom.")
     custom_preset: Preset | None = Field(None, description="JSON of a preset named 'custom' (see README).")
     device: Literal["auto", "cuda", "cpu"] = Field("auto", description="Where the model runs; auto picks the GPU when there is one.")
+    dtype: Literal["auto", "bfloat16", "float16"] = Field(
+        "auto", description="Weights and activations on the GPU; auto is bfloat16, or float16 on cards older "
+                            "than compute capability 8.0, which have no bfloat16.")
     download_dir: Path | None = Field(None, description="Where downloaded weights are cached (default: the Hugging Face cache).")
     system_prompt: SystemPrompt = "You are a helpful assistant."
     temperature: Temperature = 0.8

@@ -1,72 +1,167 @@
 """Before and after an engine start: which preset runs on which device, and why a start failed.
 
-Checks that can be made cheaply (is there a GPU, does the budget fit the free
-memory) are made before vLLM is asked, so the user gets a precise message in
-seconds instead of a generic failure after a long load.
+Everything that can be checked cheaply (is there a GPU, is its driver new enough,
+does the preset's footprint fit the free memory) is checked before vLLM is asked,
+so the user gets a precise message in seconds instead of a failure after a long
+load. A start that fails inside vLLM's engine process is explained from what that
+process printed (`enginelog`), not with vLLM's "See root cause above".
 """
 
+import json
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from engine import hardware, presets
-from engine.errors import (ChatError, EngineStartError, ModelNotFoundError, NoGpuError,
-                           OutOfMemoryError)
+from engine import hardware, presets, sizing
+from engine.errors import (ChatError, DamagedModelError, EngineStartError, GpuDriverError,
+                           ModelNotFoundError, NoGpuError, OutOfMemoryError, UnsupportedGpuError)
 from engine.settings import Settings
 
-GIB = presets.GIB
-OOM_MARKERS = ("out of memory", "less than desired gpu memory", "no available memory for the cache",
-               "larger than the available kv cache memory", "insufficient memory")
-MISSING_MARKERS = ("repository not found", "is not a local folder", "couldn't connect", "cannot find the requested files",
-                   "does not appear to have a file", "incorrect path_or_model_id", "401 client error",
-                   "outgoing traffic has been disabled", "can't load the configuration", "no such file or directory",
-                   "repo id must be in the form")
+GIB = sizing.GIB
+MIN_DRIVER = 580  # vLLM's CUDA 13 wheels
+MIN_CAPABILITY = (7, 5)
+BF16_CAPABILITY = (8, 0)
+
+# What vLLM, torch, safetensors and the hub print for each cause, lower-cased.
+MARKERS: list[tuple[str, tuple[str, ...]]] = [
+    ("damaged", ("error while deserializing header", "safetensorerror", "headertoolarge", "invalidheader",
+                 "metadataincompletebuffer", "incomplete metadata", "unexpected end of file")),
+    ("driver", ("driver version is insufficient", "nvidia driver on your system is too old",
+                "driver/library version mismatch", "found no nvidia driver", "cudaerrorinsufficientdriver")),
+    ("unsupported", ("no kernel image is available", "not compatible with the current pytorch installation")),
+    ("memory", ("out of memory", "less than desired gpu memory", "no available memory for the cache",
+                "larger than the available kv cache memory", "insufficient memory", "can't allocate memory",
+                "cudaerrormemoryallocation")),
+    ("missing", ("repository not found", "is not a local folder", "couldn't connect", "cannot find the requested files",
+                 "does not appear to have a file", "incorrect path_or_model_id", "401 client error",
+                 "outgoing traffic has been disabled", "can't load the configuration", "no such file or directory",
+                 "repo id must be in the form")),
+]
+MISSING_TYPES = ("RepositoryNotFoundError", "LocalEntryNotFoundError", "GatedRepoError", "HFValidationError")
+ERROR_TEXT = re.compile(r"[\w.]*(?:Error|Exception)\b:?\s.*")
+
+
+@dataclass(frozen=True)
+class StartPlan:
+    """What to start: on which device, which concrete preset, in which dtype, and what to tell the user."""
+
+    device: hardware.Device
+    preset: presets.Preset
+    dtype: str = "auto"
+    notice: str = ""
 
 
 def check_model(model: str) -> None:
-    """A model given as a folder must exist; a hub id is checked by the download itself."""
+    """A model given as a folder must exist and hold whole weights; a hub id is checked by the download itself."""
+    folder = Path(model).expanduser()
     looks_local = model.startswith((".", "/", "~")) or os.sep + os.sep in model or model.count("/") > 1
-    if looks_local and not Path(model).expanduser().is_dir():
+    if looks_local and not folder.is_dir():
         raise ModelNotFoundError(model, "there is no such folder")
+    for weights in sorted(folder.glob("*.safetensors")) if folder.is_dir() else []:
+        problem = _safetensors_problem(weights)
+        if problem:
+            raise DamagedModelError(model, f"{weights.name} {problem}")
 
 
-def resolve_preset(name: str, settings: Settings) -> tuple[hardware.Device, presets.Preset]:
-    """The device to run on and the concrete preset (`auto` resolved) for it."""
+def _safetensors_problem(path: Path) -> str | None:
+    """Why a safetensors file cannot be whole (a cut download, an error page saved as weights), from its header."""
+    size = path.stat().st_size
+    with open(path, "rb") as file:
+        prefix = file.read(8)
+        length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
+        if not 0 < length <= min(size - 8, 100 * sizing.MIB):
+            return f"has no valid header ({size} bytes)"
+        try:
+            header = json.loads(file.read(length))
+            end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, TypeError, KeyError, IndexError):
+            return "has a header that is not valid JSON"
+    if 8 + length + end > size:
+        return f"is cut short: {size} of {8 + length + end} bytes"
+    return None
+
+
+def plan_start(name: str, settings: Settings) -> StartPlan:
+    """The device, the concrete preset (`auto` resolved) and the dtype; raises what cannot work."""
     check_model(settings.model)
     preset = presets.lookup(name, settings.custom_preset)
-    can_use_gpu = settings.device != "cpu" and not hardware.cpu_build()
-    gpu = hardware.gpu() if can_use_gpu else None
-    if preset is None:  # auto
-        if settings.device == "cuda" and gpu is None:
-            raise NoGpuError(name)
-        preset = presets.pick_auto(gpu.free_bytes / GIB if gpu else None)
-    if preset.device == "cpu" or settings.device == "cpu":
-        return hardware.cpu(), presets.BUILT_IN["cpu"] if preset.device == "cuda" else preset
+    cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"])
+    if settings.device == "cpu" or (preset is not None and preset.device == "cpu"):
+        return cpu_plan
+    gpu = None if hardware.cpu_build() else hardware.gpu()
     if gpu is None:
-        raise NoGpuError(preset.name)
-    if preset.budget_gib * GIB > gpu.free_bytes:
-        raise OutOfMemoryError(
-            preset.name, f"it needs {preset.budget_gib:.1f} GiB, {gpu.free_bytes / GIB:.1f} GiB of "
-            f"{gpu.total_bytes / GIB:.1f} GiB is free on {gpu.name}", presets.smaller_than(preset))
-    return gpu, preset
+        if preset is None and settings.device == "auto":
+            return cpu_plan
+        raise NoGpuError(name)
+    check_gpu(gpu)
+    dtype = settings.dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if gpu.capability >= BF16_CAPABILITY else "float16"
+    weights = sizing.weights_bytes(settings.model)
+    free = f"{gpu.free_bytes / GIB:.2f} of {gpu.total_bytes / GIB:.2f} GiB free on {gpu.name}"
+    if preset is None:
+        preset = presets.pick_auto(gpu.free_bytes, weights)
+        if preset is None:
+            smallest = presets.BUILT_IN[presets.GPU_BY_SIZE[-1]]
+            raise OutOfMemoryError("auto", f"{free}; the smallest, '{smallest.name}', needs "
+                                   f"{sizing.footprint(smallest, weights).describe()}", None)
+        need = sizing.footprint(preset, weights)
+        return StartPlan(gpu, preset, dtype, f"auto chose '{preset.name}': it takes {need.total / GIB:.2f} GiB, "
+                                              f"{free}")
+    need = sizing.footprint(preset, weights)
+    if not sizing.fits(need, gpu.free_bytes):
+        fitting = presets.pick_auto(gpu.free_bytes, weights)
+        raise OutOfMemoryError(preset.name, f"it needs {need.describe()}; {free}", fitting and fitting.name)
+    return StartPlan(gpu, preset, dtype)
 
 
-def classify_start_error(error: Exception, model: str, preset: presets.Preset) -> ChatError:
-    """Turn whatever vLLM or the hub raised into an error that says what to do."""
+def check_gpu(gpu: hardware.Device) -> None:
+    """vLLM's CUDA 13 build needs driver 580+ and compute capability 7.5+."""
+    major = int(gpu.driver.split(".")[0]) if gpu.driver and gpu.driver.split(".")[0].isdigit() else None
+    if major is not None and major < MIN_DRIVER:
+        raise GpuDriverError(f"{gpu.name} has driver {gpu.driver}")
+    if gpu.capability and gpu.capability < MIN_CAPABILITY:
+        raise UnsupportedGpuError(f"{gpu.name} has compute capability {gpu.capability[0]}.{gpu.capability[1]}")
+
+
+def classify_start_error(error: Exception, model: str, preset: presets.Preset,
+                         engine_output: list[str] = ()) -> ChatError:
+    """Turn whatever vLLM or the hub raised, and what the engine process printed, into an error saying what to do."""
     if isinstance(error, ChatError):
         return error
-    text = f"{type(error).__name__}: {error}"
-    lowered = text.lower()
-    if any(marker in lowered for marker in OOM_MARKERS):
-        return OutOfMemoryError(preset.name, _first_line(text), presets.smaller_than(preset))
-    if any(marker in lowered for marker in MISSING_MARKERS) or type(error).__name__ in (
-            "RepositoryNotFoundError", "LocalEntryNotFoundError", "GatedRepoError", "HFValidationError"):
-        return ModelNotFoundError(model, _first_line(text))
+    text = f"{type(error).__name__}: {error}".split(" See root cause above")[0]
+    printed = [line for line in engine_output if ERROR_TEXT.search(line)]
+    kind, line = _cause([text, *printed])
+    detail = _error_text(line if kind or not printed else printed[-1])
+    if kind == "damaged":
+        return DamagedModelError(model, detail)
+    if kind == "driver":
+        return GpuDriverError(detail)
+    if kind == "unsupported":
+        return UnsupportedGpuError(detail)
+    if kind == "memory":
+        return OutOfMemoryError(preset.name, detail, presets.smaller_than(preset))
+    if kind == "missing" or type(error).__name__ in MISSING_TYPES:
+        return ModelNotFoundError(model, detail)
     return EngineStartError(
-        f"The model engine did not start ({_first_line(text)}).",
-        "The server log has the cause. If it mentions memory, choose a smaller preset.",
+        f"The model engine did not start ({detail}).",
+        "The server log has the engine's full output; if it mentions memory, choose a smaller preset.",
     )
 
 
-def _first_line(text: str, limit: int = 300) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else text
-    return line if len(line) <= limit else line[:limit] + "..."
+def _cause(lines: list[str]) -> tuple[str | None, str]:
+    """The first kind of cause any line shows, and that line (kinds most specific first); else the first line."""
+    for kind, markers in MARKERS:
+        for line in lines:
+            if any(marker in line.lower() for marker in markers):
+                return kind, line
+    return None, lines[0]
+
+
+def _error_text(line: str, limit: int = 300) -> str:
+    """The exception part of a log or traceback line, without the process prefix."""
+    found = ERROR_TEXT.search(line)
+    text = (found.group(0) if found else line).strip()
+    text = text.splitlines()[0] if text else text
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -16,7 +16,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # Small enough that trimming is cheap to trigger, big enough for 8 streams at once.
-TEST_PRESET = {"name": "custom", "purpose": "tests", "device": "cpu", "budget_gib": 2.0,
+TEST_PRESET = {"name": "custom", "purpose": "tests", "device": "cpu",
                "kv_cache_gib": 0.25, "max_model_len": 2048, "max_num_seqs": 8,
                "max_num_batched_tokens": 2048, "cuda_graphs": False}
 

@@ -2,13 +2,15 @@
 
 import asyncio
 import importlib
+import shutil
 import sys
 
 import psutil
 import pytest
 
 from engine.engine import Stats
-from engine.errors import ContextTooLongError, PresetSwitchError, UnknownPresetError
+from engine.errors import (ChatError, ContextTooLongError, DamagedModelError, OutOfMemoryError, PresetSwitchError,
+                           UnknownPresetError)
 from engine.settings import Sampling
 
 HELLO = [{"role": "user", "content": "Hello, who are you?"}]
@@ -121,7 +123,7 @@ async def test_status_reports_device_preset_and_memory(engine):
 
 
 async def test_unknown_preset_names_the_valid_ones(engine):
-    with pytest.raises(UnknownPresetError, match="auto, 4gb, 6gb, 8gb, cpu, custom"):
+    with pytest.raises(UnknownPresetError, match="auto, 2gb, 4gb, 6gb, 8gb, cpu, custom"):
         await engine.switch_preset("5gb")
     assert engine.ready
 
@@ -176,6 +178,40 @@ async def test_a_missing_model_says_what_to_set(tiny_model, tmp_path):
     with pytest.raises(ModelNotFoundError, match="CHAT_MODEL"):
         await missing.ensure_started()
     assert not missing.ready and missing.status().state == "stopped"
+
+
+async def start_failure(model, **preset_fields):
+    """Start an engine that must fail; the error it raised."""
+    from conftest import TEST_PRESET
+    from engine.engine import ChatEngine
+    from engine.settings import load_settings
+
+    failing = ChatEngine(load_settings(model=str(model), preset="custom",
+                                       custom_preset={**TEST_PRESET, **preset_fields}))
+    with pytest.raises(ChatError) as info:
+        await failing.ensure_started()
+    assert not failing.ready and failing.status().state == "stopped"
+    assert "See root cause above" not in str(info.value)
+    return info.value
+
+
+async def test_too_little_memory_inside_the_engine_process_is_explained_in_the_chat(tiny_model):
+    # vLLM finds, in its engine process, that the KV cache cannot hold one sequence of the context.
+    error = await start_failure(tiny_model, kv_cache_gib=0.0005, max_model_len=4096)
+    assert isinstance(error, OutOfMemoryError)
+    assert "KV cache" in str(error) and "'custom'" in str(error)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "cut short"])
+async def test_a_damaged_weights_file_is_explained_and_says_to_download_again(tiny_model, tmp_path, damage):
+    damaged = tmp_path / "damaged-ernie"
+    shutil.copytree(tiny_model, damaged)
+    weights = damaged / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(b"<html>502 Bad Gateway</html>" if damage == "garbage" else data[:len(data) // 2])
+    error = await start_failure(damaged)
+    assert isinstance(error, DamagedModelError)
+    assert str(damaged) in str(error) and "model.safetensors" in str(error) and "Download it again" in str(error)
 
 
 async def test_ten_preset_switches_leave_no_engine_process_behind(engine):

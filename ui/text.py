@@ -14,7 +14,8 @@ STARTERS = [
 
 def progress_line(title: str, progress: Progress) -> str:
     mark = "✅" if progress.done else "⏳"
-    return f"{mark} {title}: {progress.stage} ({progress.elapsed_s:.0f} s)"
+    line = f"{mark} {title}: {progress.stage} ({progress.elapsed_s:.0f} s)"
+    return f"{line}. {progress.notice}." if progress.notice else line
 
 
 def stats_line(stats: Stats) -> str:
@@ -52,7 +53,7 @@ def status_text(status: Status) -> str:
         f"| Device | {status.device} |",
         f"| Preset | {status.preset} — {status.purpose} |",
         f"| Context | {status.max_model_len or '–'} tokens |",
-        f"| Memory used / budget | {gib(status.memory_used_gib)} / {gib(status.budget_gib)} |",
+        f"| Memory used / the preset's size | {gib(status.memory_used_gib)} / {gib(status.needs_gib)} |",
         f"| KV cache in use | {kv} |",
         f"| Requests running / queued | {status.requests_running} / {status.requests_waiting} |",
     ])

@@ -1,0 +1,146 @@
+"""Which preset runs on which card, what it takes, and what a user reads when a start cannot work.
+
+The cards are described by what NVML reports on real 4, 6 and 8 GB cards with a
+desktop on them (0.3-1.0 GiB used by the compositor, a browser, ...).
+"""
+
+import pytest
+
+from engine import hardware, presets, sizing, startup
+from engine.errors import (DamagedModelError, EngineStartError, GpuDriverError, ModelNotFoundError, NoGpuError,
+                           OutOfMemoryError, UnsupportedGpuError)
+from engine.settings import load_settings
+
+GIB = sizing.GIB
+
+
+def card(total_gib: float, used_gib: float, capability=(8, 9), driver="580.95.05", name="GeForce RTX") -> hardware.Device:
+    total = int(total_gib * GIB)
+    return hardware.Device("cuda", name, total, total - int(used_gib * GIB), driver, capability)
+
+
+@pytest.fixture
+def on_card(monkeypatch):
+    """Make the start check see this card, as the GPU build of vLLM would."""
+    def use(device: hardware.Device):
+        monkeypatch.setattr(hardware, "cpu_build", lambda: False)
+        monkeypatch.setattr(hardware, "gpu", lambda: device)
+        return device
+    return use
+
+
+@pytest.mark.parametrize("total,used,expected", [
+    (4.0, 0.3, "4gb"), (4.0, 0.7, "4gb"), (4.0, 1.0, "4gb"),
+    (6.0, 0.3, "6gb"), (6.0, 1.0, "6gb"),
+    (8.0, 0.3, "8gb"), (8.0, 1.0, "8gb"),
+    (3.0, 0.7, "2gb"), (4.0, 1.7, "2gb"),
+])
+def test_auto_picks_the_preset_named_for_the_card_with_a_desktop_on_it(on_card, total, used, expected):
+    device = on_card(card(total, used))
+    plan = startup.plan_start("auto", load_settings(preset="auto"))
+    assert plan.preset.name == expected
+    need = sizing.footprint(plan.preset)
+    assert need.total + 0.2 * GIB <= device.free_bytes, "the engine must leave 0.2 GiB of the card free"
+    assert f"auto chose '{expected}'" in plan.notice and f"{device.free_bytes / GIB:.2f}" in plan.notice
+
+
+@pytest.mark.parametrize("free_gib,expected", [(2.3, "2gb"), (3.0, "4gb"), (3.3, "4gb"), (5.0, "6gb"),
+                                               (5.3, "6gb"), (7.0, "8gb"), (7.3, "8gb"), (139.0, "8gb")])
+def test_each_level_of_free_memory_gets_the_largest_preset_that_fits(free_gib, expected):
+    assert presets.pick_auto(int(free_gib * GIB), sizing.ERNIE_WEIGHTS_BYTES).name == expected
+
+
+def test_the_footprint_reproduces_what_was_measured_on_the_gpu():
+    # Whole-device NVML peaks while serving (vLLM 0.26, ERNIE-0.3B shape), README "Memory presets".
+    measured = [({"kv_cache_gib": 1.25, "max_model_len": 4096, "max_num_seqs": 32, "max_num_batched_tokens": 2048}, 2.95),
+                ({"kv_cache_gib": 2.0, "max_model_len": 8192, "max_num_seqs": 32, "max_num_batched_tokens": 4096}, 3.78),
+                ({"kv_cache_gib": 3.0, "max_model_len": 16384, "max_num_seqs": 64, "max_num_batched_tokens": 8192}, 5.02),
+                ({"kv_cache_gib": 0.5, "max_model_len": 4096, "max_num_seqs": 32, "max_num_batched_tokens": 2048}, 2.20)]
+    for fields, peak_gib in measured:
+        assert sizing.footprint(presets.Preset(**fields)).total / GIB == pytest.approx(peak_gib, abs=0.05)
+
+
+def test_weights_are_read_from_a_local_model_folder(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 4096)
+    assert sizing.weights_bytes(str(tmp_path)) == 4096
+    assert sizing.weights_bytes("baidu/ERNIE-4.5-0.3B-PT") == sizing.ERNIE_WEIGHTS_BYTES
+
+
+@pytest.mark.parametrize("total,used", [(4.0, 1.0), (6.0, 1.0), (8.0, 1.0), (3.0, 0.7), (140.0, 137.0)])
+def test_vllms_own_start_check_passes_whenever_ours_does(on_card, total, used):
+    device = on_card(card(total, used))
+    plan = startup.plan_start("auto", load_settings(preset="auto"))
+    utilization = presets.engine_kwargs(plan.preset, "m", None, device.total_bytes)["gpu_memory_utilization"]
+    # vLLM measures free memory inside the engine process, after that process made its CUDA context.
+    free_in_engine = device.free_bytes - sizing.ENGINE_CONTEXT_BYTES
+    assert utilization * device.total_bytes <= free_in_engine - 0.2 * GIB
+
+
+def test_a_preset_that_does_not_fit_says_what_it_needs_and_which_one_fits(on_card):
+    on_card(card(4.0, 1.0, name="GeForce GTX 1650"))
+    with pytest.raises(OutOfMemoryError) as info:
+        startup.plan_start("6gb", load_settings(preset="6gb"))
+    message = str(info.value)
+    for words in ("'6gb'", "weights 0.67", "KV cache 2.50", "3.00 of 4.00 GiB free on GeForce GTX 1650", "'4gb'"):
+        assert words in message
+
+
+def test_when_no_gpu_preset_fits_the_message_gives_the_numbers_and_the_way_out(on_card):
+    on_card(card(4.0, 2.4))
+    with pytest.raises(OutOfMemoryError) as info:
+        startup.plan_start("auto", load_settings(preset="auto"))
+    message = str(info.value)
+    assert "1.60 of 4.00 GiB free" in message and "'2gb'" in message and "headroom" in message
+    assert "Close other programs" in message and "cpu" in message
+
+
+def test_without_a_gpu_auto_runs_on_the_processor_and_a_gpu_preset_is_refused(monkeypatch):
+    monkeypatch.setattr(hardware, "gpu", lambda: None)
+    assert startup.plan_start("auto", load_settings(preset="auto")).preset.name == "cpu"
+    with pytest.raises(NoGpuError, match="CHAT_PRESET=cpu"):
+        startup.plan_start("4gb", load_settings(preset="4gb"))
+
+
+def test_cards_without_bfloat16_run_float16(on_card):
+    on_card(card(4.0, 0.5, capability=(7, 5), name="GeForce GTX 1650"))
+    assert startup.plan_start("auto", load_settings(preset="auto")).dtype == "float16"
+    on_card(card(8.0, 0.5, capability=(8, 6)))
+    assert startup.plan_start("auto", load_settings(preset="auto")).dtype == "bfloat16"
+    assert startup.plan_start("auto", load_settings(preset="auto", dtype="float16")).dtype == "float16"
+
+
+def test_an_old_driver_or_gpu_is_refused_before_anything_loads(on_card):
+    on_card(card(8.0, 0.5, driver="550.54.14", name="GeForce RTX 3070"))
+    with pytest.raises(GpuDriverError) as info:
+        startup.plan_start("auto", load_settings(preset="auto"))
+    assert "550.54.14" in str(info.value) and "580" in str(info.value)
+    on_card(card(4.0, 0.5, capability=(6, 1), name="GeForce GTX 1050 Ti"))
+    with pytest.raises(UnsupportedGpuError) as info:
+        startup.plan_start("auto", load_settings(preset="auto"))
+    assert "6.1" in str(info.value) and "CHAT_VARIANT=cpu" in str(info.value)
+
+
+ROOT_CAUSE = RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+
+
+@pytest.mark.parametrize("printed,kind,words", [
+    ("(EngineCore_DP0 pid=4242) ValueError: Free memory on device cuda:0 (3.47/139.8 GiB) on startup is less "
+     "than desired GPU memory utilization (0.0249, 3.48 GiB).", OutOfMemoryError, ["Free memory on device cuda:0"]),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.", OutOfMemoryError, ["CUDA out of memory"]),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", DamagedModelError,
+     ["HeaderTooLarge", "Download it again"]),
+    ("RuntimeError: The NVIDIA driver on your system is too old (found version 12040).", GpuDriverError, ["580"]),
+    ("torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device",
+     UnsupportedGpuError, ["no kernel image"]),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'models/x/model.safetensors'", ModelNotFoundError,
+     ["models/x/model.safetensors"]),
+    ("KeyError: 'something vLLM did not expect'", EngineStartError, ["KeyError"]),
+])
+def test_a_failure_inside_the_engine_process_reaches_the_user_in_our_words(printed, kind, words):
+    output = ["INFO 11-30 08:00:00 [core.py:93] Initializing a V1 LLM engine", "Traceback (most recent call last):",
+              printed, "ERROR 11-30 08:00:01 [core.py:700] EngineCore failed to start."]
+    error = startup.classify_start_error(ROOT_CAUSE, "models/x", presets.BUILT_IN["4gb"], output)
+    assert type(error) is kind
+    assert "See root cause above" not in str(error)
+    for word in words:
+        assert word in str(error)
