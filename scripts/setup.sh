@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the app into .venv from the pinned lock files; safe to run again (it only syncs).
 #
-#   bash scripts/setup.sh          # the app: the GPU build of vLLM if `nvidia-smi` sees a GPU, else the CPU build
+#   bash scripts/setup.sh          # the app: the GPU build of vLLM if `nvidia-smi` sees a GPU it can drive,
+#                                  # else the CPU build
 #   bash scripts/setup.sh --dev    # the tests and benchmark too (CPU build, plus Debian's chromium for the UI test)
 #
 # CHAT_VARIANT=cpu|gpu overrides the choice. The CPU build needs torch 2.13.0+cpu: it comes from
@@ -10,9 +11,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=0
 [ "${1:-}" = "--dev" ] && dev=1
+# vLLM's GPU build (CUDA 13) needs NVIDIA driver 580+ and compute capability 7.5+ (the app checks again at start).
+gpu_ok() {
+  local info driver cap
+  info=$(nvidia-smi --query-gpu=driver_version,compute_cap --format=csv,noheader 2>/dev/null | head -1) || return 1
+  [ -n "$info" ] || return 1
+  driver=${info%%,*}; cap=${info##*, }
+  if [ "${driver%%.*}" -lt 580 ] 2>/dev/null; then
+    echo "setup: the NVIDIA driver is $driver; the GPU build needs 580 or newer. Update the driver and run this" \
+         "again; installing the CPU build meanwhile." >&2
+    return 1
+  fi
+  if [ "${cap%%.*}${cap##*.}" -lt 75 ] 2>/dev/null; then
+    echo "setup: this GPU has compute capability $cap; vLLM's CUDA 13 build needs 7.5 or newer. Installing the" \
+         "CPU build." >&2
+    return 1
+  fi
+}
 variant=${CHAT_VARIANT:-}
 if [ -z "$variant" ]; then
-  if [ $dev = 0 ] && nvidia-smi > /dev/null 2>&1; then variant=gpu; else variant=cpu; fi
+  if [ $dev = 0 ] && gpu_ok; then variant=gpu; else variant=cpu; fi
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check uv==0.13.9
