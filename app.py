@@ -7,6 +7,7 @@ Run with `chainlit run app.py -w`; the port comes from `.env`.
 import asyncio
 import time
 import uuid
+from dataclasses import replace
 
 import chainlit as cl
 
@@ -16,7 +17,7 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
-from ui import sidebar, text  # noqa: E402
+from ui import sidebar, start, text  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
 from ui.port import exit_if_port_taken  # noqa: E402
 
@@ -37,51 +38,37 @@ async def starters(user=None, language=None):
 @cl.on_chat_start
 async def start_chat():
     cl.user_session.set("history", [])
-    cl.user_session.set("prefs", sidebar.defaults(engine.settings, engine.preset_name))
-    await cl.ChatSettings(sidebar.widgets(engine.settings, engine.preset_name)).send()
+    prefs = sidebar.defaults(engine.settings, engine.preset_name)
+    cl.user_session.set("prefs", prefs)
+    await cl.ChatSettings(sidebar.widgets(engine.settings, prefs, engine.preset)).send()
     await cl.context.emitter.set_commands([STATUS_COMMAND])
     if not engine.ready:
-        asyncio.create_task(ensure_engine(keep_note=True))  # start now: the first reply waits less
-
-
-async def ensure_engine(keep_note: bool = False) -> bool:
-    """Start the shared engine if needed, showing its progress in this chat."""
-    if engine.ready:
-        return True
-    note = cl.Message(content="⏳ Starting the model engine…", author="system")
-    await note.send()
-
-    notice = ""
-
-    async def report(progress):
-        nonlocal notice
-        notice = progress.notice
-        note.content = text.progress_line("Starting the model engine", progress)
-        await note.update()
-
-    try:
-        await engine.ensure_started(report)
-    except ChatError as error:
-        note.content = f"❌ {error}"
-        await note.update()
-        return False
-    if not keep_note and not notice:  # a note that tells something (e.g. which preset auto chose) stays
-        await note.remove()
-    return True
+        asyncio.create_task(start.ensure_engine(engine, keep_note=True))  # start now: the first reply waits less
 
 
 @cl.on_message
 async def on_message(message: cl.Message):
     if message.command == "Status" or message.content.strip() == "/status":
         await cl.Message(content=text.status_text(engine.status()), author="system").send()
-        return
+        if message.command != "Status" or message.content.strip() in ("", "/status"):
+            return  # text typed beside the Status chip is a question too: answer it below
     if not message.content.strip():
         await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
         return
     history = _history_before(message.id)
-    if not await ensure_engine():
+    if not await start.ensure_engine(engine):
+        cl.user_session.set("pending", message)  # answered if "Try again" brings the engine up
         return
     await reply_to(history, message)
+
+
+@cl.action_callback(start.RETRY_ACTION)
+async def retry_start(action: cl.Action):
+    await action.remove()
+    pending = cl.user_session.get("pending")
+    if await start.ensure_engine(engine, retry=True) and pending is not None:
+        cl.user_session.set("pending", None)
+        await reply_to(_history_before(pending.id), pending)
 
 
 def _history_before(message_id: str) -> list[dict]:
@@ -150,32 +137,37 @@ async def finish(history, message, reply, answer: str, stats: Stats | None, show
 async def on_settings(values: dict):
     prefs = cl.user_session.get("prefs")
     try:
-        new = sidebar.parse(values, prefs)
+        new = sidebar.parse(values, prefs, engine.settings)
     except ValueError as error:
         await cl.ErrorMessage(content=f"Settings not applied: {error}", author="system").send()
         return
     cl.user_session.set("prefs", new)
-    if new.preset != engine.preset_name:
+    if new.preset != prefs.preset:
         await switch_preset(new.preset)
 
 
 async def switch_preset(name: str) -> None:
     note = cl.Message(content=f"⏳ Switching the memory preset to '{name}'…", author="system")
     await note.send()
-    await broadcast(f"🔁 Another chat is switching the memory preset to '{name}'; replies pause until it is ready.")
 
     async def report(progress):
         note.content = text.progress_line(f"Switching to '{name}'", progress)
         await note.update()
 
+    async def tell_others():
+        await broadcast(f"🔁 Another chat is switching the memory preset to '{name}'; replies pause until it is ready.")
+
     try:
-        await engine.switch_preset(name, report)
+        if await engine.switch_preset(name, report, before_stop=tell_others):
+            await broadcast(f"✅ The memory preset is now '{name}'.")
     except ChatError as error:
         note.content = f"❌ {error}"
         await note.update()
         await broadcast(f"The preset switch failed; '{engine.preset_name}' is running.")
-        return
-    await broadcast(f"✅ The memory preset is now '{name}'.")
+    finally:  # the sidebar and this chat's preference show what runs, also after a failure
+        prefs = replace(cl.user_session.get("prefs"), preset=engine.preset_name)
+        cl.user_session.set("prefs", prefs)
+        await cl.ChatSettings(sidebar.widgets(engine.settings, prefs, engine.preset)).send()
 
 
 @cl.on_stop

@@ -10,28 +10,24 @@ never builds a second engine on the GPU.
 import asyncio
 import atexit
 import logging
-import os
 import sys
 import time
 import types
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import hardware, presets, sizing
+from engine import build, hardware, presets, sizing
 from engine.chat import build_prompt, stop_token_ids
 from engine.enginelog import OutputTail
-from engine.errors import EngineDiedError, EngineStartError, PresetSwitchError
-from engine.records import Progress, ProgressCallback, Stats, Status
+from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
+from engine.progress import ProgressReports
+from engine.records import ProgressCallback, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
 from engine.startup import classify_start_error, plan_start
 
 log = logging.getLogger("engine")
 RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
 ENGINE_OUTPUT = RUNTIME.__dict__.setdefault("engine_output", OutputTail())
-# What a GPU engine compiles on a machine's first start (README, "Start-up"): FlashInfer's sampler JIT-compiles
-# itself, and vLLM's V2 model runner JIT-compiles ~46 Triton kernels where the V1 runner needs 8 (H200: 52 s
-# instead of 28 s to ready with an empty Triton cache); both decode this model as fast. An explicit setting wins.
-GPU_ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "VLLM_USE_V2_MODEL_RUNNER": "0"}
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
 
 
@@ -41,6 +37,7 @@ class ChatEngine:
         self.preset_name = settings.preset
         self.preset: presets.Preset | None = None
         self.device: hardware.Device | None = None
+        self.dtype = "auto"
         self._llm = None
         self._tokenizer = None
         self._stop_ids: list[int] = []
@@ -48,28 +45,33 @@ class ChatEngine:
         self._gpu_baseline: int | None = None
         self._lock = asyncio.Lock()  # one start, switch or shutdown at a time
         self._start_task: asyncio.Future | None = None
-        self._listeners: set[ProgressCallback] = set()
+        self._progress = ProgressReports()
         self._active: set[str] = set()
         self.starting = False
+        self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
     # ---- lifecycle -------------------------------------------------------------
     @property
     def ready(self) -> bool:
         return self._llm is not None and not self._llm.errored
 
-    async def ensure_started(self, progress: ProgressCallback | None = None) -> None:
-        """Start the engine unless it runs; concurrent callers share one start."""
+    async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
+        """Start the engine unless it runs; concurrent callers share one start.
+
+        A failed start is remembered: later calls raise its error at once, until `retry` (or a preset switch).
+        """
         if self.ready:
             return
-        if progress:
-            self._listeners.add(progress)
+        if self.failure is not None and not retry and self._start_task is None:
+            raise self.failure
+        self._progress.add(progress)
         try:
             if self._start_task is None:
                 self._start_task = asyncio.ensure_future(self._start_locked())
                 self._start_task.add_done_callback(self._start_finished)
             await asyncio.shield(self._start_task)
         finally:
-            self._listeners.discard(progress)
+            self._progress.remove(progress)
 
     def _start_finished(self, task: asyncio.Future) -> None:
         self._start_task = None
@@ -83,17 +85,8 @@ class ChatEngine:
                     await self._launch(self.preset_name)
                 except Exception as error:
                     log.error("the engine did not start: %s", error)
+                    self.failure = error if isinstance(error, ChatError) else None
                     raise
-
-    async def _emit(self, stage: str, since: float, done: bool = False, notice: str = "") -> None:
-        event = Progress(stage, time.monotonic() - since, done, notice)
-        for callback in list(self._listeners):
-            try:
-                result = callback(event)
-                if asyncio.iscoroutine(result):
-                    await result
-            except Exception:
-                log.exception("progress callback failed")
 
     async def _launch(self, name: str) -> None:
         """Build the engine for preset `name` and warm it up. The lock is held."""
@@ -102,28 +95,28 @@ class ChatEngine:
         began = time.monotonic()
         self.starting = True
         try:
-            await self._emit("Checking the device", began)
-            plan = plan_start(name, self.settings)
-            self.device, self.preset = plan.device, plan.preset
+            await self._progress.emit("Checking the device and the model", began)
+            plan = await asyncio.to_thread(plan_start, name, self.settings)
+            self.device, self.preset, self.dtype = plan.device, plan.preset, plan.dtype
             self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
             if self.device.kind == "cuda":
-                for variable, value in GPU_ENGINE_ENV.items():
-                    os.environ.setdefault(variable, value)
+                build.use_gpu_environment()
             kwargs = presets.engine_kwargs(
                 self.preset, self.settings.model,
                 str(self.settings.download_dir) if self.settings.download_dir else None,
                 self.device.total_bytes if self.device.kind == "cuda" else None, plan.dtype,
             )
-            stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
+            action = "Downloading" if plan.download else "Loading"
+            stage = f"{action} {self.settings.model} ({self.preset.name} preset)"
             before = hardware.child_pids()
             mark = ENGINE_OUTPUT.mark()
             with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
-                build = asyncio.ensure_future(asyncio.to_thread(_build_engine, kwargs, self.settings))
-                while not build.done():
-                    await self._emit(stage, began)
-                    await asyncio.wait([build], timeout=1.0)
+                building = asyncio.ensure_future(asyncio.to_thread(build.build_engine, kwargs, self.settings))
+                while not building.done():
+                    await self._progress.emit(stage, began)
+                    await asyncio.wait([building], timeout=1.0)
             try:
-                self._llm, self._tokenizer = build.result()
+                self._llm, self._tokenizer = building.result()
             except Exception as error:
                 self._engine_pids = hardware.child_pids() - before
                 await self._stop_engine()
@@ -133,10 +126,10 @@ class ChatEngine:
             self._engine_pids = hardware.child_pids() - before
             self._stop_ids = stop_token_ids(self._tokenizer)
             if self.settings.warmup:
-                await self._emit("Warming up", began)
+                await self._progress.emit("Warming up", began)
                 await self._warm_up()
-            self.preset_name = name
-            await self._emit("Ready", began, done=True, notice=plan.notice)
+            self.preset_name, self.failure = name, None
+            await self._progress.emit("Ready", began, done=True, notice=plan.notice)
             log.info("engine ready: %s preset on %s in %.1f s", self.preset.name, self.device.name,
                      time.monotonic() - began)
         finally:
@@ -162,14 +155,33 @@ class ChatEngine:
             if held:
                 log.warning("%.0f MiB of GPU memory still held after shutdown", held / hardware.MIB)
 
-    async def switch_preset(self, name: str, progress: ProgressCallback | None = None) -> None:
-        """Replace the engine with one for preset `name`; on failure bring the old one back."""
+    async def switch_preset(self, name: str, progress: ProgressCallback | None = None,
+                            before_stop: Callable[[], Awaitable[None]] | None = None) -> bool:
+        """Replace the engine with one for preset `name`; False when that preset already runs.
+
+        Everything that can be checked is checked before the running engine stops (a failure then
+        leaves it running); `before_stop` is awaited just before it stops. When the new engine fails
+        to start, the previous preset is started again.
+        """
         presets.lookup(name, self.settings.custom_preset)  # an unknown name fails before anything stops
-        if progress:
-            self._listeners.add(progress)
+        self.failure = None  # a switch is a new attempt
+        self._progress.add(progress)
         try:
             async with self._lock:
+                began = time.monotonic()
+                await self._progress.emit("Checking the preset", began)
                 previous = self.preset_name
+                try:
+                    plan = await asyncio.to_thread(plan_start, name, self.settings, self._held_gpu_bytes())
+                except ChatError as error:
+                    raise PresetSwitchError(name, previous, error) from error
+                if self.ready and (plan.preset, plan.dtype) == (self.preset, self.dtype):
+                    self.preset_name = name
+                    await self._progress.emit(f"'{plan.preset.name}' already runs", began, done=True)
+                    return False
+                if before_stop is not None:
+                    await before_stop()
+                await self._progress.emit("Stopping the running engine", began)
                 await self.abort_all()
                 await self._stop_engine()
                 try:
@@ -184,8 +196,16 @@ class ChatEngine:
                             "Restart the app.",
                         ) from again
                     raise PresetSwitchError(name, previous, error) from error
+                return True
         finally:
-            self._listeners.discard(progress)
+            self._progress.remove(progress)
+
+    def _held_gpu_bytes(self) -> int:
+        """GPU memory the running engine holds (what a switch gets back before the new one starts)."""
+        if not self.ready or self.device is None or self.device.kind != "cuda":
+            return 0
+        used = hardware.gpu_used_bytes()
+        return 0 if used is None else max(used - (self._gpu_baseline or 0), 0)
 
     def shutdown(self) -> None:
         """Stop the engine and its processes; safe to call any number of times, from any thread."""
@@ -200,7 +220,10 @@ class ChatEngine:
     @staticmethod
     def preload() -> None:
         """Import vLLM ahead of the first start (it takes seconds); safe to call from a thread."""
-        import vllm.v1.engine.async_llm  # noqa: F401
+        try:
+            build.import_engine_modules()
+        except Exception:
+            log.exception("importing vLLM ahead of time failed; the first start imports it again")
 
     # ---- requests --------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
@@ -259,7 +282,8 @@ class ChatEngine:
             decode_tokens_per_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
             prompt_tokens=len(prompt.token_ids), generated_tokens=generated, cached_tokens=cached,
             finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
-            total_s=time.perf_counter() - began,
+            total_s=time.perf_counter() - began, max_tokens=prompt.max_tokens,
+            context_full=prompt.max_tokens < sampling.max_tokens, max_model_len=self.preset.max_model_len,
         )
 
     def _restart_in_background(self) -> None:
@@ -303,7 +327,7 @@ class ChatEngine:
                 used = None if now is None else (now - (self._gpu_baseline or 0)) / presets.GIB
             else:
                 used = hardware.rss_bytes(list(self._engine_pids)) / presets.GIB
-        gauges = _gauges() if self.ready else {}
+        gauges = build.gauges() if self.ready else {}
         return Status(
             state=state, preset=preset.name if preset else self.preset_name,
             purpose=preset.purpose if preset else "",
@@ -321,23 +345,6 @@ class ChatEngine:
         if self.preset is None or self.preset.device != "cuda":
             return None
         return sizing.footprint(self.preset, sizing.weights_bytes(self.settings.model)).total / presets.GIB
-
-
-def _gauges() -> dict[str, float]:
-    from vllm.v1.metrics.reader import Gauge, get_metrics_snapshot
-
-    return {m.name: m.value for m in get_metrics_snapshot() if isinstance(m, Gauge)}
-
-
-def _build_engine(kwargs: dict, settings: Settings):
-    """Runs in a thread: build vLLM's engine and the tokenizer the prompts are made with."""
-    from transformers import AutoTokenizer
-    from vllm import AsyncEngineArgs
-    from vllm.v1.engine.async_llm import AsyncLLM
-
-    tokenizer = AutoTokenizer.from_pretrained(
-        settings.model, cache_dir=str(settings.download_dir) if settings.download_dir else None)
-    return AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), tokenizer
 
 
 def shared_engine() -> ChatEngine:

@@ -47,7 +47,8 @@ class ModelNotFoundError(ChatError):
         super().__init__(
             f"Model '{model}' could not be found or downloaded ({detail}).",
             "Check your network, or download it once and set CHAT_MODEL to its local folder "
-            "(or CHAT_DOWNLOAD_DIR to where it is cached).",
+            "(or CHAT_DOWNLOAD_DIR to where it is cached). To try the app offline: "
+            "`.venv/bin/python scripts/make_tiny_model.py`, then CHAT_MODEL=models/tiny-ernie.",
         )
 
 
@@ -105,6 +106,6 @@ class PresetSwitchError(ChatError):
         reason = cause.problem if isinstance(cause, ChatError) else str(cause)
         super().__init__(
             f"Switching to the '{wanted}' preset failed: {reason}",
-            f"The '{kept}' preset is running again.",
+            f"The '{kept}' preset keeps running.",
         )
         self.cause = cause

@@ -30,6 +30,9 @@ class Stats:
     finish_reason: str | None  # "stop", "length", "abort"
     dropped_messages: int
     total_s: float
+    max_tokens: int = 0  # the reply's limit that applied: what was asked, or less when the context was short
+    context_full: bool = False  # the limit came from the context, not from 'max new tokens'
+    max_model_len: int = 0
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ ENV_PREFIX = "CHAT_"
 
 Temperature = Annotated[float, Field(ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")]
 TopP = Annotated[float, Field(gt=0.0, le=1.0, description="Nucleus sampling: keep the smallest set of tokens with this much probability.")]
-MaxTokens = Annotated[int, Field(ge=1, le=8192, description="Most new tokens in one reply.")]
+MAX_REPLY_TOKENS = 8192
+MaxTokens = Annotated[int, Field(ge=1, le=MAX_REPLY_TOKENS, description="Most new tokens in one reply.")]
 SystemPrompt = Annotated[str, Field(max_length=8000, description="Instructions put before every chat.")]
 
 

@@ -7,6 +7,7 @@ load. A start that fails inside vLLM's engine process is explained from what tha
 process printed (`enginelog`), not with vLLM's "See root cause above".
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from engine.settings import Settings
 
 GIB = sizing.GIB
 MIN_DRIVER = 580  # vLLM's CUDA 13 wheels
+HUB_TIMEOUT_S = 5
 MIN_CAPABILITY = (7, 5)
 BF16_CAPABILITY = (8, 0)
 
@@ -50,19 +52,41 @@ class StartPlan:
     preset: presets.Preset
     dtype: str = "auto"
     notice: str = ""
+    download: bool = False  # the weights come from the hub first
 
 
-def check_model(model: str) -> None:
-    """A model given as a folder must exist and hold whole weights; a hub id is checked by the download itself."""
+def check_model(model: str, cache_dir: Path | None = None) -> bool:
+    """A model folder must exist and hold whole weights; a hub id must be cached or the hub reachable.
+
+    True when the weights will be downloaded first.
+    """
     folder = Path(model).expanduser()
     looks_local = model.startswith((".", "/", "~")) or os.sep + os.sep in model or model.count("/") > 1
     if looks_local and not folder.is_dir():
         raise ModelNotFoundError(model, "there is no such folder")
+    if not folder.is_dir():
+        return _needs_download(model, cache_dir)
     for weights in sorted(folder.glob("*.safetensors")) if folder.is_dir() else []:
         problem = _safetensors_problem(weights)
         if problem:
             raise DamagedModelError(model, f"{weights.name} {problem}")
+    return False
 
+
+def _needs_download(model: str, cache_dir: Path | None) -> bool:
+    """Whether a hub model must be downloaded; raises at once when it is not cached and the hub cannot be reached
+    (instead of the minute of retries a download would spend)."""
+    from huggingface_hub import HfApi, try_to_load_from_cache
+
+    cached = try_to_load_from_cache(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
+    if isinstance(cached, str):
+        return False
+    try:
+        HfApi().model_info(model, timeout=HUB_TIMEOUT_S)
+    except Exception as error:
+        raise ModelNotFoundError(model, f"it is not in the local cache, and the Hugging Face hub cannot be reached: "
+                                        f"{_error_text(f'{type(error).__name__}: {error}')}") from error
+    return True
 
 def _safetensors_problem(path: Path) -> str | None:
     """Why a safetensors file cannot be whole (a cut download, an error page saved as weights), from its header."""
@@ -82,11 +106,15 @@ def _safetensors_problem(path: Path) -> str | None:
     return None
 
 
-def plan_start(name: str, settings: Settings) -> StartPlan:
-    """The device, the concrete preset (`auto` resolved) and the dtype; raises what cannot work."""
-    check_model(settings.model)
+def plan_start(name: str, settings: Settings, releasing_bytes: int = 0) -> StartPlan:
+    """The device, the concrete preset (`auto` resolved) and the dtype; raises what cannot work.
+
+    `releasing_bytes` is GPU memory that the running engine holds and would give back first (a switch).
+    """
+    download = check_model(settings.model, settings.download_dir)
     preset = presets.lookup(name, settings.custom_preset)
-    cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"])
+    cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"],
+                         download=download)
     if settings.device == "cpu" or (preset is not None and preset.device == "cpu"):
         return cpu_plan
     gpu = None if hardware.cpu_build() else hardware.gpu()
@@ -95,6 +123,7 @@ def plan_start(name: str, settings: Settings) -> StartPlan:
             return cpu_plan
         raise NoGpuError(name)
     check_gpu(gpu)
+    gpu = dataclasses.replace(gpu, free_bytes=gpu.free_bytes + releasing_bytes)
     dtype = settings.dtype
     if dtype == "auto":
         dtype = "bfloat16" if gpu.capability >= BF16_CAPABILITY else "float16"
@@ -108,12 +137,12 @@ def plan_start(name: str, settings: Settings) -> StartPlan:
                                    f"{sizing.footprint(smallest, weights).describe()}", None)
         need = sizing.footprint(preset, weights)
         return StartPlan(gpu, preset, dtype, f"auto chose '{preset.name}': it takes {need.total / GIB:.2f} GiB, "
-                                              f"{free}")
+                                              f"{free}", download)
     need = sizing.footprint(preset, weights)
     if not sizing.fits(need, gpu.free_bytes):
         fitting = presets.pick_auto(gpu.free_bytes, weights)
         raise OutOfMemoryError(preset.name, f"it needs {need.describe()}; {free}", fitting and fitting.name)
-    return StartPlan(gpu, preset, dtype)
+    return StartPlan(gpu, preset, dtype, download=download)
 
 
 def check_gpu(gpu: hardware.Device) -> None:

@@ -19,7 +19,9 @@ max_tokens: tests then see replies of a known length.
 
 import argparse
 import json
+import os
 import random
+import sys
 from pathlib import Path
 
 BOS, EOS, UNK, PAD = "<|begin_of_sentence|>", "<|end_of_sentence|>", "<unk>", "<pad>"
@@ -125,7 +127,22 @@ def write_model(path: Path, vocab_size: int, bos_id: int, eos_id: int, pad_id: i
     )
 
 
+def use_the_projects_python() -> None:
+    """Run under the project's .venv when this Python lacks transformers (a plain `python scripts/...`)."""
+    try:
+        import transformers  # noqa: F401
+        return
+    except ImportError:
+        pass
+    venv = Path(__file__).resolve().parent.parent / ".venv"
+    if (venv / "bin" / "python").exists() and Path(sys.prefix).resolve() != venv.resolve():
+        os.execv(str(venv / "bin" / "python"), [str(venv / "bin" / "python"), __file__, *sys.argv[1:]])
+    sys.exit("make_tiny_model: this Python has no transformers and there is no .venv: run "
+             "`bash scripts/setup.sh` first, then `.venv/bin/python scripts/make_tiny_model.py`.")
+
+
 def main() -> None:
+    use_the_projects_python()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", type=Path, nargs="?", default=Path("models/tiny-ernie"))
     parser.add_argument("--vocab-size", type=int, default=2048)

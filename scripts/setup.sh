@@ -44,9 +44,11 @@ if [ "$variant" = cpu ]; then
 fi
 echo "setup: installing the $variant build into .venv"
 .venv/bin/python -m uv pip sync -q --python .venv/bin/python "${sources[@]}" "requirements/$variant.lock"
-if [ $dev = 1 ] && ! { command -v chromium && command -v chromedriver; } > /dev/null; then
-  echo "setup: installing Debian's chromium and chromium-driver for the browser test"
+# The browser test, with fonts for Chinese and emoji so its pictures show what users see.
+browser=(chromium chromium-driver fonts-noto-cjk fonts-noto-color-emoji)
+if [ $dev = 1 ] && ! dpkg -s "${browser[@]}" > /dev/null 2>&1; then
+  echo "setup: installing Debian's ${browser[*]} for the browser test"
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium chromium-driver > /dev/null
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq "${browser[@]}" > /dev/null
 fi
 echo "setup: done"

@@ -30,6 +30,7 @@ class ChatClient:
         self.messages: dict[str, Shown] = {}
         self.ever_shown: list[str] = []  # every content shown, also of messages removed later
         self.settings_widgets: list[dict] = []
+        self.settings_received = 0  # how often the server sent the sidebar
         self._started, self._ended, self._ready = asyncio.Event(), asyncio.Event(), asyncio.Event()
         for name in ("new_message", "update_message", "stream_start"):
             self.sio.on(name, self._on_message)
@@ -38,6 +39,8 @@ class ChatClient:
         self.sio.on("task_start", lambda *_: (self._started.set(), self._ended.clear()))
         self.sio.on("task_end", self._on_task_end)
         self.sio.on("chat_settings", self._on_settings)
+        self.actions: list[dict] = []  # buttons the server attached to messages
+        self.sio.on("action", self.actions.append)
 
     async def connect(self, timeout: float = 30) -> "ChatClient":
         auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": "",
@@ -66,6 +69,7 @@ class ChatClient:
 
     def _on_settings(self, widgets) -> None:
         self.settings_widgets = widgets
+        self.settings_received += 1
         self._ready.set()
 
     async def send(self, text: str, command: str | None = None) -> str:

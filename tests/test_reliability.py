@@ -79,7 +79,7 @@ async def test_a_new_message_during_a_reply_is_answered_too(client):
 
 @pytest.mark.parametrize("values", [
     {"temperature": "hot"}, {"max_tokens": -5}, {"top_p": None}, {"max_tokens": 10**9},
-    {"preset": 42}, {"system_prompt": ["not", "text"]}, {"show_stats": "yes"},
+    {"preset": 42}, {"preset": "../../etc"}, {"system_prompt": ["not", "text"]}, {"show_stats": "yes"},
 ])
 async def test_bad_settings_sent_over_the_socket_are_refused(client, values):
     await client.change_settings(values)
@@ -151,17 +151,53 @@ async def test_a_preset_switch_while_another_user_streams(app_server):
         await switcher.close()
 
 
-async def test_an_unreachable_model_is_explained_and_the_app_stays_up(tmp_path):
-    server = ChainlitServer({"CHAT_MODEL": str(tmp_path / "no-such-model"), "CHAT_PRESET": "cpu"},
-                            tmp_path / "chainlit.log").start()
+def preset_shown(client) -> str:
+    return next(w["initial"] for w in client.settings_widgets if w["id"] == "preset")
+
+
+async def test_a_preset_that_cannot_run_is_refused_first_and_the_sidebar_shows_what_runs(app_server):
+    chooser, watcher = await ChatClient(app_server.url).connect(), await ChatClient(app_server.url).connect()
+    try:
+        running = preset_shown(chooser)
+        await chooser.change_settings({"preset": "../../etc"})
+        assert "Settings not applied" in chooser.all_text() and "../../etc" not in watcher.all_text()
+        sidebars = chooser.settings_received
+        await chooser.change_settings({"preset": "4gb", "temperature": 0.8})  # no GPU here
+        assert "Switching to the '4gb' preset failed" in chooser.all_text()
+        assert f"'{running}' preset keeps running" in chooser.all_text()
+        assert "switching the memory preset" not in watcher.all_text(), "nothing stopped, so nobody is told"
+        assert chooser.settings_received == sidebars + 1 and preset_shown(chooser) == running, \
+            "the sidebar must be sent again, showing the preset that runs"
+        # the browser sends every widget: changing only the temperature must not try the switch again
+        await chooser.change_settings({"preset": preset_shown(chooser), "temperature": 0.5})
+        assert chooser.all_text().count("Switching to") == 1
+        await still_answers(chooser)
+    finally:
+        await chooser.close()
+        await watcher.close()
+
+
+async def test_an_unreachable_model_is_explained_once_per_message_and_the_app_stays_up(tmp_path):
+    # The first run without network: the hub model is not cached and the hub cannot be reached.
+    env = {"CHAT_MODEL": "baidu/ERNIE-4.5-0.3B-PT", "CHAT_DOWNLOAD_DIR": str(tmp_path / "cache"), "CHAT_PRESET": "cpu"}
+    server = ChainlitServer(env, tmp_path / "chainlit.log").start()
     try:
         chat = await ChatClient(server.url).connect()
-        await chat.send("hello?")
+        await chat.send("hello?")  # sent while the start that opening the chat began is under way
         await chat.wait_idle(120)
-        assert "could not be found or downloaded" in chat.all_text() and "CHAT_MODEL" in chat.all_text()
+        notes = [m for m in chat.messages.values() if "model engine" in m.content or "❌" in m.content]
+        assert len(notes) == 1, f"one note for the start, not one per waiter: {[m.content for m in notes]}"
+        for words in ("cannot be reached", "make_tiny_model.py", "CHAT_MODEL"):
+            assert words in notes[0].content
+        assert [a["name"] for a in chat.actions if a["forId"] == notes[0].id] == ["retry_start"]
+        began = asyncio.get_running_loop().time()
+        await chat.send("and now?")
+        await chat.wait_idle(60)
+        assert asyncio.get_running_loop().time() - began < 10, "a remembered failure answers at once"
+        assert sum("❌" in m.content for m in chat.messages.values()) == 2, "each message is answered once"
         status = await chat.ask("/status")
         assert "| State | stopped |" in status.content
-        assert "could not be found" in (tmp_path / "chainlit.log").read_text()
+        assert "cannot be reached" in (tmp_path / "chainlit.log").read_text()
         await chat.close()
     finally:
         assert server.stop() == 0

@@ -14,6 +14,12 @@ from engine.settings import load_settings
 GIB = sizing.GIB
 
 
+@pytest.fixture(autouse=True)
+def model_is_cached(monkeypatch):
+    """These tests are about the card: the hub model counts as downloaded already."""
+    monkeypatch.setattr(startup, "_needs_download", lambda model, cache_dir: False)
+
+
 def card(total_gib: float, used_gib: float, capability=(8, 9), driver="580.95.05", name="GeForce RTX") -> hardware.Device:
     total = int(total_gib * GIB)
     return hardware.Device("cuda", name, total, total - int(used_gib * GIB), driver, capability)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from chainlit.input_widget import Select, Slider, Switch, TextInput
 from pydantic import ValidationError
 
+from engine import presets
 from engine.presets import BUILT_IN
-from engine.settings import Sampling, Settings, describe
+from engine.settings import MAX_REPLY_TOKENS, Sampling, Settings, describe
 
 PRESET_LABELS = {"auto": "auto: the largest that fits this device"} | {
     name: f"{name}: {preset.purpose}" for name, preset in BUILT_IN.items()}
@@ -25,29 +26,39 @@ class ChatPreferences:
     preset: str
 
 
-def widgets(settings: Settings, current_preset: str) -> list:
+def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset | None = None) -> list:
+    """The sidebar, showing this chat's preferences (and, as its preset, what runs)."""
     labels = dict(PRESET_LABELS)
     if settings.custom_preset is not None:
         labels["custom"] = f"custom: {settings.custom_preset.purpose}"
-    sampling = settings.sampling()
+    sampling = prefs.sampling
+    longest = context_of(settings, prefs.preset, running)
     return [
         Select(id="preset", label="Memory preset", items={v: k for k, v in labels.items()},
-               initial_value=current_preset if current_preset in labels else "auto",
-               description="Rebuilds the shared engine for every chat; takes a few seconds."),
+               initial_value=prefs.preset if prefs.preset in labels else "auto",
+               description="Restarts the engine that every chat shares: replies pause for about 10 s on a GPU "
+                           "and 30-60 s on the processor. A preset that cannot run here is refused first."),
         Slider(id="temperature", label="Temperature", initial=sampling.temperature, min=0, max=2, step=0.05,
                description="0 always picks the likeliest word; higher is more varied."),
         Slider(id="top_p", label="Top p", initial=sampling.top_p, min=0.05, max=1, step=0.05),
-        Slider(id="max_tokens", label="Max new tokens", initial=sampling.max_tokens, min=16, max=4096, step=16),
-        TextInput(id="system_prompt", label="System prompt", initial=settings.system_prompt, multiline=True),
-        Switch(id="show_stats", label="Show what each reply cost", initial=True),
+        Slider(id="max_tokens", label="Max new tokens", initial=min(sampling.max_tokens, longest), min=16,
+               max=longest, step=16, description="At most the context of the running preset."),
+        TextInput(id="system_prompt", label="System prompt", initial=prefs.system_prompt, multiline=True),
+        Switch(id="show_stats", label="Show what each reply cost", initial=prefs.show_stats),
     ]
+
+
+def context_of(settings: Settings, preset_name: str, running: presets.Preset | None = None) -> int:
+    """The longest reply the slider offers: the running preset's context, or the largest allowed before a start."""
+    preset = running or (None if preset_name == "auto" else presets.lookup(preset_name, settings.custom_preset))
+    return preset.max_model_len if preset else MAX_REPLY_TOKENS
 
 
 def defaults(settings: Settings, current_preset: str) -> ChatPreferences:
     return ChatPreferences(settings.sampling(), settings.system_prompt, True, current_preset)
 
 
-def parse(values: dict, previous: ChatPreferences) -> ChatPreferences:
+def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPreferences:
     """New preferences from the sidebar's values; raises ValueError with a readable message."""
     try:
         sampling = Sampling(**{key: values[key] for key in ("temperature", "top_p", "max_tokens") if key in values}
@@ -59,8 +70,9 @@ def parse(values: dict, previous: ChatPreferences) -> ChatPreferences:
     preset = values.get("preset", previous.preset)
     if not isinstance(system_prompt, str) or len(system_prompt) > 8000:
         raise ValueError("The system prompt must be text of at most 8000 characters.")
-    if not isinstance(show_stats, bool) or not isinstance(preset, str):
-        raise ValueError("'show stats' must be on or off, and the preset one of the listed names.")
+    valid = presets.names(settings.custom_preset)
+    if not isinstance(show_stats, bool) or preset not in valid:
+        raise ValueError(f"'show stats' must be on or off, and the preset one of: {', '.join(valid)}.")
     return ChatPreferences(sampling, system_prompt, show_stats, preset)
 
 

@@ -26,7 +26,7 @@ def stats_line(stats: Stats) -> str:
         parts.append(f"{stats.decode_tokens_per_s:.0f} tok/s")
     parts.append(f"{stats.prompt_tokens} prompt + {stats.generated_tokens} reply tokens")
     parts.append(f"{stats.cached_tokens} cached")
-    return "`" + " · ".join(parts) + "`"
+    return "*`" + " · ".join(parts) + "`*"  # public/style.css makes this shape small and quiet
 
 
 def notes(stats: Stats, stopped: bool) -> list[str]:
@@ -34,8 +34,11 @@ def notes(stats: Stats, stopped: bool) -> list[str]:
     lines = []
     if stopped:
         lines.append("*Stopped.*")
+    elif stats.finish_reason == "length" and stats.context_full:
+        lines.append(f"*The reply filled the context ({stats.max_model_len} tokens with the chat so far): start a "
+                     "new chat, or pick a preset with a longer context.*")
     elif stats.finish_reason == "length":
-        lines.append("*The reply hit the 'max new tokens' limit.*")
+        lines.append(f"*The reply hit the 'max new tokens' limit ({stats.max_tokens}).*")
     if stats.dropped_messages:
         lines.append(f"*The {stats.dropped_messages} oldest messages no longer fit the context and were left out.*")
     return lines
@@ -48,7 +51,7 @@ def status_text(status: Status) -> str:
     kv = "–" if status.kv_cache_usage is None else f"{status.kv_cache_usage:.1%}"
     return "\n".join([
         "**Engine status**", "",
-        "| | |", "|---|---|",
+        "| Engine | Now |", "|---|---|",
         f"| State | {status.state} |",
         f"| Device | {status.device} |",
         f"| Preset | {status.preset} — {status.purpose} |",

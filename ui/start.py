@@ -1,0 +1,49 @@
+"""The shared engine's start as one chat sees it: one progress note, and a failure with "Try again".
+
+Everything in a chat that waits for the start (the chat opening, a message sent meanwhile) shares
+one note. The engine remembers a failed start, so a later message gets the error at once instead
+of waiting for the same failure again; "Try again" (or a preset switch) starts it anew.
+"""
+
+import asyncio
+
+import chainlit as cl
+
+from engine.errors import ChatError
+from ui import text
+
+RETRY_ACTION = "retry_start"
+
+
+async def ensure_engine(engine, keep_note: bool = False, retry: bool = False) -> bool:
+    """Start the shared engine if needed, showing it in this chat; False when it could not start."""
+    if engine.ready:
+        return True
+    task = cl.user_session.get("start_task")
+    if task is None or task.done():
+        task = asyncio.ensure_future(_show_start(engine, keep_note, retry))
+        cl.user_session.set("start_task", task)
+    return await asyncio.shield(task)
+
+
+async def _show_start(engine, keep_note: bool, retry: bool) -> bool:
+    note = cl.Message(content="⏳ Starting the model engine…", author="system")
+    await note.send()
+    notice = ""
+
+    async def report(progress):
+        nonlocal notice
+        notice = progress.notice
+        note.content = text.progress_line("Starting the model engine", progress)
+        await note.update()
+
+    try:
+        await engine.ensure_started(report, retry=retry)
+    except ChatError as error:
+        note.content = f"❌ {error}"
+        await note.update()
+        await cl.Action(name=RETRY_ACTION, payload={}, label="Try again", icon="refresh-cw").send(for_id=note.id)
+        return False
+    if not keep_note and not notice:  # a note that tells something (e.g. which preset auto chose) stays
+        await note.remove()
+    return True
