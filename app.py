@@ -129,7 +129,7 @@ async def finish(history, message, reply, answer: str, stats: Stats | None, show
     extra = ["*Stopped.*"] if stats is None else text.notes(stats, stopped)
     if stats is not None and show_stats:
         extra.append(text.stats_line(stats))
-    reply.content = "\n\n".join([answer, *extra]) if answer else "\n\n".join(extra)
+    reply.content = "\n\n".join([text.close_code_fence(answer), *extra]) if answer else "\n\n".join(extra)
     await reply.send()
 
 

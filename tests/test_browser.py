@@ -34,28 +34,51 @@ def browser():
     driver.quit()
 
 
+def cost_line_style(browser):
+    """Computed font size, the reply's font size, weight and opacity of the cost line (None while it re-renders)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    try:
+        cost = browser.find_element(By.XPATH, "(//span[contains(@class, 'italic')]/code[contains(., 'reply tokens')])[last()]")
+        paragraph = cost.find_element(By.XPATH, "../..")  # code < span.italic < the paragraph
+        return (float(cost.value_of_css_property("font-size").removesuffix("px")),
+                float(paragraph.value_of_css_property("font-size").removesuffix("px")),
+                cost.value_of_css_property("font-weight"), float(cost.value_of_css_property("opacity")))
+    except (NoSuchElementException, StaleElementReferenceException):
+        return None
+
+
 def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(browser, 240)
+    # the page re-renders as the engine starts and the reply streams: an element found a moment ago can be gone
+    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException])
     browser.get(app_server.url)
-    box = wait.until(ready.element_to_be_clickable((By.ID, "chat-input")))
+    wait.until(ready.element_to_be_clickable((By.ID, "chat-input")))
     assert "ERNIE Chat" in browser.title or "ERNIE" in browser.page_source
-    box.send_keys("Hello from the browser! 你好")  # ChromeDriver types only BMP characters
-    box.send_keys(Keys.ENTER)
+
+    def send(driver) -> bool:  # the input is re-rendered while the engine starts: find it again if it went
+        try:
+            box = driver.find_element(By.ID, "chat-input")
+            box.send_keys("Hello from the browser! 你好")  # ChromeDriver types only BMP characters
+            box.send_keys(Keys.ENTER)
+            return True
+        except StaleElementReferenceException:
+            return False
+
+    wait.until(send)
     wait.until(lambda d: "Hello from the browser! 你好" in d.find_element(By.TAG_NAME, "body").text)
     wait.until(lambda d: "tok/s" in d.find_element(By.TAG_NAME, "body").text)  # the reply ended with its stats
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "reply tokens" in body and "first token" in body
-    cost = browser.find_element(By.XPATH, "//code[contains(., 'reply tokens')]")
-    reply_text = cost.find_element(By.XPATH, "../..")  # code < em < the paragraph
-    size = float(cost.value_of_css_property("font-size").removesuffix("px"))
-    assert size < float(reply_text.value_of_css_property("font-size").removesuffix("px")) * 0.9, \
-        "the cost line must be smaller than the reply (public/style.css)"
-    assert cost.value_of_css_property("font-weight") == "400" and float(cost.value_of_css_property("opacity")) < 1
+    size, text_size, weight, opacity = wait.until(cost_line_style)
+    assert size < text_size * 0.9, "the cost line must be smaller than the reply (public/style.css)"
+    assert weight == "400" and opacity < 1, "and light and muted, not Chainlit's bold code chip"
 
     browser.find_element(By.ID, "chat-settings-header-button").click()
     panel = wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))

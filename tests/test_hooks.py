@@ -50,6 +50,7 @@ class FakeEngine:
         self.block.set()
         self.error = self.error_mid_reply = None
         self.seen: list[list[dict]] = []
+        self.deltas = ["Hello", " there", ", friend."]
 
     def saturated(self):
         return False
@@ -61,7 +62,7 @@ class FakeEngine:
         self.seen.append(messages)
         if self.error:
             raise self.error
-        for delta in ["Hello", " there", ", friend."]:
+        for delta in self.deltas:
             yield delta
             if self.error_mid_reply:
                 raise self.error_mid_reply
@@ -211,3 +212,15 @@ def test_the_max_tokens_slider_follows_the_running_presets_context():
     assert slider_max(settings, sidebar.defaults(settings, "4gb")) == 4096
     assert slider_max(settings, sidebar.defaults(settings, "auto"), presets.BUILT_IN["2gb"]) == 2048
     assert slider_max(settings, sidebar.defaults(settings, "auto")) == 8192  # before a start: the server's bound
+
+
+async def test_a_code_block_left_open_by_a_stopped_reply_is_closed_before_the_notes(chat):
+    shown, fake = chat
+    fake.block.clear()
+    fake.deltas = ["Here:\n```python\nprint(", "'hi')"]
+    task = asyncio.create_task(app.on_message(user("Code please")))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert list(shown.shown.values())[-1] == "Here:\n```python\nprint(\n```\n\n*Stopped.*"

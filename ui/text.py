@@ -1,5 +1,7 @@
 """The texts the chat shows: starter prompts, start-up progress, the cost of a reply, the engine status."""
 
+import re
+
 import chainlit as cl
 
 from engine.records import Progress, Stats, Status
@@ -27,6 +29,28 @@ def stats_line(stats: Stats) -> str:
     parts.append(f"{stats.prompt_tokens} prompt + {stats.generated_tokens} reply tokens")
     parts.append(f"{stats.cached_tokens} cached")
     return "*`" + " · ".join(parts) + "`*"  # public/style.css makes this shape small and quiet
+
+
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def close_code_fence(answer: str) -> str:
+    """Close a code block the reply left open (a reply stopped mid-code), so the notes below it render as text.
+
+    Markdown's rule: a fence is 3+ backticks or tildes; only a line of the same character, at least
+    as long and with nothing after it, closes it.
+    """
+    open_fence = None
+    for line in answer.split("\n"):
+        found = FENCE.match(line)
+        if not found:
+            continue
+        fence, rest = found.groups()
+        if open_fence is None and not (fence[0] == "`" and "`" in rest):
+            open_fence = fence
+        elif open_fence and fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not rest.strip():
+            open_fence = None
+    return f"{answer}\n{open_fence}" if open_fence else answer
 
 
 def notes(stats: Stats, stopped: bool) -> list[str]:
