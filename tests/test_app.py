@@ -27,8 +27,20 @@ async def test_first_chat_starts_the_engine_with_progress_and_the_reply_streams(
     stats = stats_of(reply.content)
     assert stats["reply"] > 100
     assert len(reply.tokens) >= 3, "the reply should stream in several pieces"
-    assert len(reply.tokens) < stats["reply"] / 3, "tokens should be batched, not one socket event each"
+    # batched every 40 ms, however fast the engine runs: at most one socket event per 40 ms of the reply
+    seconds = stats["reply"] / float(re.search(r"(\d+) tok/s", reply.content).group(1))
+    assert len(reply.tokens) <= seconds / 0.04 + 3, "tokens should be batched, not one socket event each"
     assert "tok/s" in reply.content and "first token" in reply.content
+
+
+async def nothing_running(client, tries: int = 5) -> None:
+    """The status panel shows no request running or queued (its gauges follow the engine's next stats)."""
+    for _ in range(tries):
+        status = await client.ask("/status")
+        if "| Requests running / queued | 0 / 0 |" in status.content:
+            return
+        await asyncio.sleep(1)
+    pytest.fail(f"requests still running after Stop: {status.content}")
 
 
 async def stop_a_long_reply(client, start, attempts: int = 3):
@@ -62,8 +74,7 @@ async def test_stop_ends_the_reply_in_the_engine_and_keeps_the_partial_text(clie
     partial = stopped.content.split("*Stopped.*")[0].strip()
     assert partial, "the partial reply must stay visible"
     assert "reply tokens" not in stopped.content
-    status = await client.ask("/status")
-    assert "| Requests running / queued | 0 / 0 |" in status.content
+    await nothing_running(client)
     follow_up = await client.ask("Go on")
     # the partial reply is part of the history the next prompt is built from
     assert stats_of(follow_up.content)["prompt"] > stats_of(first.content)["prompt"] + 20
@@ -75,9 +86,9 @@ async def test_stop_also_ends_a_rerun_started_by_editing_a_message(client):
     await client.wait_idle()
     await client.change_settings({"max_tokens": 4000})
     rerun = await stop_a_long_reply(client, lambda: client.edit(question, "The edited question, with a long answer"))
-    assert stats_of(rerun.content)["reply"] < 1500, "the rerun must end in the engine, not run to its limit"
-    status = await client.ask("/status")
-    assert "| Requests running / queued | 0 / 0 |" in status.content
+    assert "'max new tokens' limit" not in rerun.content and "filled the context" not in rerun.content, \
+        "the rerun must end in the engine (finish reason abort), not run to its limit"
+    await nothing_running(client)
 
 
 async def test_settings_change_applies_to_the_next_message(client):
