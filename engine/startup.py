@@ -66,7 +66,7 @@ def check_model(model: str, cache_dir: Path | None = None) -> bool:
         raise ModelNotFoundError(model, "there is no such folder")
     if not folder.is_dir():
         return _needs_download(model, cache_dir)
-    for weights in sorted(folder.glob("*.safetensors")) if folder.is_dir() else []:
+    for weights in sorted(folder.glob("*.safetensors")):
         problem = _safetensors_problem(weights)
         if problem:
             raise DamagedModelError(model, f"{weights.name} {problem}")
