@@ -23,6 +23,7 @@ from ui.port import exit_if_port_taken  # noqa: E402
 
 pin_engine_modules()
 
+CHAINLIT_STOP_NOTICE = "Task manually stopped."
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
 
@@ -172,6 +173,15 @@ async def switch_preset(name: str) -> None:
 
 @cl.on_stop
 async def on_stop():
+    await abort_running_reply()
+    # Chainlit posts a notice of its own before this hook; the stopped reply already ends in "*Stopped.*"
+    for shown in reversed(cl.chat_context.get()):
+        if shown.content == CHAINLIT_STOP_NOTICE:
+            await shown.remove()
+            break
+
+
+async def abort_running_reply() -> None:
     # Chainlit cancels on_message itself, but not a rerun started by an edit: abort in the engine too.
     request_id = cl.user_session.get("request_id")
     if request_id:
@@ -180,7 +190,7 @@ async def on_stop():
 
 @cl.on_chat_end
 async def on_chat_end():
-    await on_stop()
+    await abort_running_reply()
 
 
 @cl.on_app_startup

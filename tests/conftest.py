@@ -19,6 +19,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TEST_PRESET = {"name": "custom", "purpose": "tests", "device": "cpu",
                "kv_cache_gib": 0.25, "max_model_len": 2048, "max_num_seqs": 8,
                "max_num_batched_tokens": 2048, "cuda_graphs": False}
+# The app server's: replies of up to 8,192 tokens (~30 s on the CPU), so that a test that acts in the middle of a
+# reply (Stop, killing the engine) still finds it running when the test client was not scheduled for seconds,
+# as happens on a machine busy with other work.
+APP_PRESET = {**TEST_PRESET, "max_model_len": 10240}
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +59,6 @@ def app_server(engine_env, tmp_path_factory):
     from server import ChainlitServer
 
     log = tmp_path_factory.mktemp("server") / "chainlit.log"
-    server = ChainlitServer(engine_env, log).start()
+    server = ChainlitServer({**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)}, log).start()
     yield server
     assert server.stop() == 0, f"the server did not exit cleanly; see {log}"

@@ -299,3 +299,43 @@ async def test_ten_preset_switches_leave_no_engine_process_behind(engine):
         assert len(engines) == 1, f"after switching to {name}: {engines}"
     _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
     assert stats.generated_tokens == 10
+
+
+async def test_the_output_handler_lets_replies_and_stop_run_while_it_catches_up():
+    """A server behind its engine works through a backlog of steps; other tasks must get turns meanwhile."""
+    from engine.build import share_the_event_loop
+
+    class EngineClient:  # vLLM's client: engine steps arrive on an asyncio queue
+        def __init__(self):
+            self.outputs_queue = asyncio.Queue()
+
+        async def get_output_async(self):
+            return await self.outputs_queue.get()
+
+    async def output_handler(client, steps):  # vLLM's loop: take a step, process it (~5 ms each)
+        for _ in range(steps):
+            await client.get_output_async()
+            time.sleep(0.005)
+
+    async def backlog_then_handle(client, steps=40) -> int:
+        for step in range(steps):
+            client.outputs_queue.put_nowait(step)
+        turns = 0
+
+        async def other_task():  # a reply's loop, or the Stop handler
+            nonlocal turns
+            while True:
+                turns += 1
+                await asyncio.sleep(0)
+
+        other = asyncio.create_task(other_task())
+        await asyncio.sleep(0)
+        before = turns
+        await output_handler(client, steps)
+        other.cancel()
+        return turns - before
+
+    assert await backlog_then_handle(EngineClient()) == 0, "without the change the backlog holds the loop"
+    shared = EngineClient()
+    share_the_event_loop(shared, max_hold_s=0.02)
+    assert await backlog_then_handle(shared) >= 5, "40 steps of 5 ms: another task runs at least every 20 ms"

@@ -121,7 +121,7 @@ async def test_thirty_two_users_chat_at_once_and_nothing_is_lost_or_mixed(app_se
 
 
 async def test_engine_killed_mid_reply_tells_the_user_and_comes_back(client, app_server):
-    await client.change_settings({"max_tokens": 4000})
+    await client.change_settings({"max_tokens": 8192})
     await client.send("Keep talking")
     while not [m for m in client.replies("ERNIE Chat") if m.tokens]:
         await asyncio.sleep(0.02)
