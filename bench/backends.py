@@ -9,7 +9,7 @@ import asyncio
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine import presets
 from engine.chat import build_prompt
@@ -21,6 +21,11 @@ class Result:
     tokens: int
     total_s: float
     cached: int = 0
+    ended: float = field(default_factory=time.monotonic)  # made when the request ends
+
+    @property
+    def began(self) -> float:
+        return self.ended - self.total_s
 
     @property
     def decode_tok_s(self) -> float:
@@ -150,26 +155,41 @@ class HfGenerate(Backend):
 
 
 class AppPath(Backend):
-    """The whole app: a real `chainlit run app.py` server, one socket.io client per chat."""
+    """The whole app: a real `chainlit run app.py` server, one socket.io client per chat.
+
+    Each request is a fresh chat, as in the other backends (no history). Opening the chats (connecting,
+    sending the settings) happens before the requests start, as a user opens a chat before typing.
+    """
 
     def __init__(self, server, tokenizer):
         super().__init__(tokenizer)
         self.server = server
 
-    async def run(self, text: str, max_tokens: int) -> Result:
+    async def open_chat(self, max_tokens: int):
         from chat_client import ChatClient
-        from test_app import stats_of
 
         client = await ChatClient(self.server.url).connect()
-        try:
-            await client.change_settings({"max_tokens": max_tokens, "show_stats": True})
-            began = time.monotonic()
-            reply = await client.ask(text)
-            total = time.monotonic() - began
-        finally:
-            await client.close()
+        await client.change_settings({"max_tokens": max_tokens, "show_stats": True})
+        return client
+
+    async def ask(self, client, text: str) -> Result:
+        from test_app import stats_of
+
+        began = time.monotonic()
+        reply = await client.ask(text)
+        ended = time.monotonic()
         stats = stats_of(reply.content)
-        return Result(reply.first_at - began, stats["reply"], total, stats["cached"])
+        return Result(reply.first_at - began, stats["reply"], ended - began, stats["cached"], ended)
+
+    async def run_many(self, prompts: list[str], max_tokens: int) -> list[Result]:
+        clients = await asyncio.gather(*(self.open_chat(max_tokens) for _ in prompts))
+        try:
+            return await asyncio.gather(*(self.ask(c, p) for c, p in zip(clients, prompts)))
+        finally:
+            await asyncio.gather(*(c.close() for c in clients))
+
+    async def run(self, text: str, max_tokens: int) -> Result:
+        return (await self.run_many([text], max_tokens))[0]
 
     async def close(self) -> None:
         self.server.stop()

@@ -2,11 +2,12 @@
 # The GPU benchmarks, detached from the shell so that they outlive a time-limited remote command:
 #   bash bench/gpu.sh start     # writes the ERNIE-0.3B-shaped model, starts `bench.run` in the background
 #   bash bench/gpu.sh cards     # the same for `bench.cards` (small cards simulated on this GPU)
+#   bash bench/gpu.sh app [TREE] # the same for `bench/app_path.sh` (app path beside the engine layer, profiles)
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
 set -u
 results=/tmp/bench-results
 model=models/ernie-0.3b-random
-running() { pgrep -f "bench.(run --target gpu|cards --model)" > /dev/null; }
+running() { pgrep -f "bench.(run --target gpu|cards --model)|bench/app_path.sh" > /dev/null; }
 make_model() {
   [ -f $model/model.safetensors ] && return
   python3 scripts/make_tiny_model.py $model --full-size > /tmp/model.log 2>&1 || { tail -20 /tmp/model.log; exit 4; }
@@ -17,12 +18,16 @@ case "${1:-}" in
     if [ "$1" = start ]; then what=(bench.run --target gpu); else what=(bench.cards); fi
     setsid nohup python3 -m "${what[@]}" --model $model --out "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
+  app)
+    make_model
+    setsid nohup bash bench/app_path.sh $model "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
+    echo "started $!" ;;
   wait)
     deadline=$((SECONDS + ${2:-540}))
     while running && [ $SECONDS -lt $deadline ]; do sleep 5; done
     cat /tmp/bench.out
     out=${OUT:-bench/results}
-    mkdir -p "$out" && cp "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
+    mkdir -p "$out" && cp -r "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
     running && echo "STILL RUNNING" || echo "FINISHED" ;;
-  *) echo "usage: $0 start|cards|wait [seconds]"; exit 2 ;;
+  *) echo "usage: $0 start|cards|app|wait [seconds]"; exit 2 ;;
 esac

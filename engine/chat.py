@@ -49,8 +49,11 @@ def build_prompt(tokenizer, system_prompt: str, messages: list[dict],
     reserve = min(max_tokens, max_model_len // 2)
     budget = max_model_len - reserve
     starts = _turn_starts(messages)
+    whole = _render(tokenizer, system_prompt, messages)
+    if len(whole) <= budget:  # the usual case, one render: a chat's whole history is rendered per message
+        return Prompt(whole, 0, min(max_tokens, max_model_len - len(whole)))
     # Binary search for the earliest turn to keep: fewer turns never means more tokens.
-    low, high = 0, len(starts) - 1
+    low, high = 1, len(starts) - 1
     best = None
     while low <= high:
         mid = (low + high) // 2

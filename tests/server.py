@@ -28,10 +28,11 @@ class ChainlitServer:
         self.watch = watch
 
     def start(self, timeout: float = 120) -> "ChainlitServer":
-        chainlit = Path(sys.executable).with_name("chainlit")
+        script = Path(sys.executable).with_name("chainlit")  # a venv has it; a bare interpreter runs the module
+        chainlit = [str(script)] if script.exists() else [sys.executable, "-m", "chainlit"]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [str(chainlit), "run", "app.py", "-h", "--port", str(self.port), *(["-w"] if self.watch else [])],
+            [*chainlit, "run", "app.py", "-h", "--port", str(self.port), *(["-w"] if self.watch else [])],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
