@@ -89,7 +89,8 @@ async def reply_to(history: list[dict], message: cl.Message) -> None:
     turns = [{"role": t["role"], "content": t["content"]} for t in history]
     turns.append({"role": "user", "content": message.content})
     # flushed_at starts at 0 so the first token shows at once; later ones are batched
-    reply, pending, flushed_at, stats = cl.Message(content=""), "", 0.0, None
+    # made in a worker thread: Chainlit's Message() sleeps 1 ms, which would hold every chat's event loop
+    reply, pending, flushed_at, stats = await asyncio.to_thread(cl.Message, content=""), "", 0.0, None
     queued = None
     if engine.saturated():
         queued = cl.Message(content="⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",
