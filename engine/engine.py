@@ -22,7 +22,6 @@ from engine.chat import build_prompt, stop_token_ids
 from engine.enginelog import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
 from engine.progress import ProgressReports
-from engine.reply_text import ReplyText
 from engine.records import ProgressCallback, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
 from engine.startup import classify_start_error, plan_start
@@ -251,12 +250,11 @@ class ChatEngine:
             raise EngineDiedError("it is not running")
         prompt = await asyncio.get_running_loop().run_in_executor(
             PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len, sampling.max_tokens)
-        text = ReplyText(self._tokenizer, prompt.token_ids)
         params = SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
             ignore_eos=sampling.ignore_eos, seed=sampling.seed,
             stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
-            output_kind=RequestOutputKind.DELTA, detokenize=False,
+            output_kind=RequestOutputKind.DELTA,
         )
         began = time.perf_counter()
         first = last = None
@@ -270,8 +268,8 @@ class ChatEngine:
                 last = time.perf_counter()
                 if first is None and completion.token_ids:
                     first = last
-                if delta := text.add(completion.token_ids):
-                    yield delta
+                if completion.text:
+                    yield completion.text
                 if out.finished:
                     finish, cached = completion.finish_reason, out.num_cached_tokens or 0
         except (asyncio.CancelledError, GeneratorExit):
