@@ -248,20 +248,21 @@ class ChatEngine:
         llm = self._llm
         if llm is None:
             raise EngineDiedError("it is not running")
-        prompt = await asyncio.get_running_loop().run_in_executor(
-            PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len, sampling.max_tokens)
-        params = SamplingParams(
-            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
-            ignore_eos=sampling.ignore_eos, seed=sampling.seed,
-            stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
-            output_kind=RequestOutputKind.DELTA,
-        )
-        began = time.perf_counter()
         first = last = None
         generated = cached = 0
         finish = None
-        self._active.add(request_id)
+        self._active.add(request_id)  # from the first moment: `saturated()` must count it while its prompt is built
         try:
+            prompt = await asyncio.get_running_loop().run_in_executor(
+                PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len,
+                sampling.max_tokens)
+            params = SamplingParams(
+                temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
+                ignore_eos=sampling.ignore_eos, seed=sampling.seed,
+                stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
+                output_kind=RequestOutputKind.DELTA,
+            )
+            began = time.perf_counter()
             async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id):
                 completion = out.outputs[0]
                 generated += len(completion.token_ids)
