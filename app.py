@@ -18,6 +18,7 @@ from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
 from ui import sidebar, start, text  # noqa: E402
+from ui.api_route import open_api  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
 from ui.port import exit_if_port_taken  # noqa: E402
 
@@ -29,6 +30,7 @@ STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engi
 
 exit_if_port_taken()
 engine = shared_engine()
+open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
 
 
 @cl.set_starters

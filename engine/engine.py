@@ -51,7 +51,8 @@ class ChatEngine:
         self._lock = asyncio.Lock()  # one start, switch or shutdown at a time
         self._start_task: asyncio.Future | None = None
         self._progress = ProgressReports()
-        self._active: set[str] = set()
+        self._active: set[str] = set()  # the chats' requests
+        self.api_running = 0  # requests of the OpenAI-compatible API in flight (counted by engine/api_gate.py)
         self.starting = False
         self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
@@ -59,6 +60,15 @@ class ChatEngine:
     @property
     def ready(self) -> bool:
         return self._llm is not None and not self._llm.errored
+
+    @property
+    def client(self):
+        """vLLM's `AsyncLLM` while the engine runs, else None: what the OpenAI-compatible API serves from."""
+        return self._llm if self.ready else None
+
+    @property
+    def stop_ids(self) -> list[int]:
+        return list(self._stop_ids)
 
     async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
         """Start the engine unless it runs; concurrent callers share one start.
@@ -305,8 +315,8 @@ class ChatEngine:
             asyncio.get_running_loop().create_task(restart())
 
     def saturated(self) -> bool:
-        """True when every sequence slot is taken: a new request waits in vLLM's queue."""
-        return self.preset is not None and len(self._active) >= self.preset.max_num_seqs
+        """True when every sequence slot is taken (by chats or the API): a new request waits in vLLM's queue."""
+        return self.preset is not None and len(self._active) + self.api_running >= self.preset.max_num_seqs
 
     async def _abort_quietly(self, llm, request_id: str) -> None:
         try:
@@ -320,8 +330,16 @@ class ChatEngine:
             await self._abort_quietly(self._llm, request_id)
 
     async def abort_all(self) -> None:
-        for request_id in list(self._active):
-            await self.abort(request_id)
+        """Stop every request in the engine, the chats' and the API's (before the engine stops)."""
+        llm = self._llm
+        if llm is None:
+            return
+        try:
+            await llm.abort(list(llm.output_processor.request_states), internal=True)
+        except Exception:
+            log.debug("aborting every request failed; aborting the chats' one by one", exc_info=True)
+            for request_id in list(self._active):
+                await self.abort(request_id)
 
     # ---- status ----------------------------------------------------------------
     def status(self) -> Status:
@@ -345,6 +363,7 @@ class ChatEngine:
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
+            chat_requests=len(self._active), api_requests=self.api_running,
         )
 
 

@@ -47,3 +47,5 @@ class Status:
     kv_cache_usage: float | None  # fraction of the KV cache in use
     requests_running: int
     requests_waiting: int
+    chat_requests: int = 0  # in flight, by where they came from
+    api_requests: int = 0

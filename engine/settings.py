@@ -9,7 +9,7 @@ same bounds, so the sidebar and the environment agree on what is allowed.
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.errors import SettingsError
@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     top_p: TopP = 0.8
     max_tokens: MaxTokens = 1024
     warmup: bool = Field(True, description="Run a few requests after start so the first message is not slow.")
+    api: bool = Field(True, description="Serve the OpenAI-compatible API (/v1) from the chat server, on the same engine.")
+    api_key: SecretStr | None = Field(
+        None, min_length=8, description="The key API clients must send (Authorization: Bearer); required when the "
+                                        "server listens on any address other than loopback.")
+    api_wait_s: float = Field(120.0, ge=0.0, le=600.0, description="How long an API request waits for a starting or "
+                                                                 "switching engine before a 503 with Retry-After.")
 
     def sampling(self) -> Sampling:
         return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)

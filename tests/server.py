@@ -19,10 +19,12 @@ def free_port() -> int:
 
 
 class ChainlitServer:
-    def __init__(self, env: dict[str, str], log_path: Path, port: int | None = None, watch: bool = False):
+    def __init__(self, env: dict[str, str], log_path: Path, port: int | None = None, watch: bool = False,
+                 host: str = "127.0.0.1"):
+        """`host` is where it listens (0.0.0.0: every address); the tests reach it on 127.0.0.1 either way."""
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, **env, "CHAINLIT_HOST": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
+        self.env = {**os.environ, **env, "CHAINLIT_HOST": host, "PYTHONUNBUFFERED": "1"}
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.watch = watch

@@ -1,0 +1,72 @@
+"""Serving the OpenAI-compatible API from Chainlit's own web server, and refusing to serve it unguarded.
+
+The API's paths are routed to the gate (engine/api_gate.py) ahead of Chainlit's catch-all page route,
+so API clients, the chat and the browser share one port, one process and one engine. Off loopback the
+app does not start without `CHAT_API_KEY`: an open API would let anyone on the network use the GPU.
+"""
+
+import ipaddress
+import sys
+
+from starlette.routing import BaseRoute, Match, NoMatchFound
+
+from engine.openai_app import SERVED_PATHS
+from ui.port import chosen_port
+
+KEY_HOWTO = ('Set CHAT_API_KEY in .env (make one with: python -c "import secrets; print(secrets.token_urlsafe(32))") '
+             "and give it to the API's clients, or turn the API off with CHAT_API=false.")
+
+
+class ApiRoute(BaseRoute):
+    """Matches the API's paths exactly, whatever the method, and hands the request on untouched."""
+
+    is_api_route = True
+
+    def __init__(self, app):
+        self.app = app
+
+    def matches(self, scope):
+        if scope["type"] == "http" and scope["path"].rstrip("/") in SERVED_PATHS:
+            return Match.FULL, {}
+        return Match.NONE, {}
+
+    def url_path_for(self, name, /, **path_params):
+        raise NoMatchFound(name, path_params)
+
+    async def handle(self, scope, receive, send):
+        await self.app(scope, receive, send)
+
+
+def serve_api(gate) -> None:
+    """Route the API to `gate` on Chainlit's server; a `-w` reload replaces the route, never adds a second."""
+    from chainlit.server import app
+
+    routes = app.router.routes
+    routes[:] = [route for route in routes if not getattr(route, "is_api_route", False)]
+    routes.insert(0, ApiRoute(gate))
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def open_api(engine) -> None:
+    """Serve the API on this server (unless CHAT_API=false); off loopback only with a key."""
+    from engine.api_gate import shared_gate
+
+    host, _ = chosen_port()
+    exit_if_api_unguarded(host, engine.settings)
+    if engine.settings.api:
+        serve_api(shared_gate(engine))
+
+
+def exit_if_api_unguarded(host: str, settings) -> None:
+    if settings.api and settings.api_key is None and not is_loopback(host):
+        print(f"ERNIE Chat cannot start: it listens on {host}, so its OpenAI-compatible API (/v1) would be open "
+              f"to the network without a key. {KEY_HOWTO}", file=sys.stderr)
+        raise SystemExit(1)
