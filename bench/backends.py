@@ -1,8 +1,9 @@
 """The systems under test, behind one small interface: run a prompt, get its timings.
 
 `ours` goes through engine/ (the app's path minus the UI); `raw` and `default`
-drive vLLM's AsyncLLM directly; `hf` is transformers `generate()`. All get the
-same token ids, built with the model's chat template.
+drive vLLM's AsyncLLM directly; `hf` is transformers `generate()`; `app` and `api`
+are the real chat server, through its chats and through its OpenAI-compatible API.
+All get the same text, put in the model's chat template.
 """
 
 import asyncio
@@ -195,6 +196,36 @@ class AppPath(Backend):
         self.server.stop()
 
 
+class ApiPath(Backend):
+    """The OpenAI-compatible API of a real `chainlit run app.py` server, with the `openai` client, streamed."""
+
+    def __init__(self, server, tokenizer, model: str, temperature: float):
+        import openai
+
+        super().__init__(tokenizer)
+        self.server, self.model, self.temperature = server, model, temperature
+        self.client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused-on-loopback")
+
+    async def run(self, text: str, max_tokens: int) -> Result:
+        began, first, usage = time.monotonic(), None, None
+        stream = await self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": text}], max_tokens=max_tokens, stream=True,
+            temperature=self.temperature, top_p=0.8, stream_options={"include_usage": True},
+            extra_body={"ignore_eos": True})
+        async for chunk in stream:  # vLLM sends the first chunk with the first token, even when its text is ""
+            if first is None and chunk.choices:
+                first = time.monotonic()
+            usage = chunk.usage or usage
+        ended = time.monotonic()
+        details = usage.prompt_tokens_details
+        return Result((first or ended) - began, usage.completion_tokens, ended - began,
+                      (details.cached_tokens or 0) if details else 0, ended)
+
+    async def close(self) -> None:
+        await self.client.close()
+        self.server.stop()
+
+
 async def create(config: dict):
     kind, model = config["kind"], config["model"]
     if kind == "ours":
@@ -212,6 +243,11 @@ async def create(config: dict):
         return await asyncio.to_thread(_hf, model)
     if kind == "app":
         return await _app(config)
+    if kind == "api":
+        server, tokenizer = await _server(config)
+        api = ApiPath(server, tokenizer, model, config.get("temperature", 0.8))
+        await api.run("Start the engine.", 1)  # the first request starts the engine
+        return api
     raise ValueError(f"unknown kind {kind!r}")
 
 
@@ -243,6 +279,13 @@ def _hf(model_path: str) -> HfGenerate:
 
 
 async def _app(config: dict) -> AppPath:
+    app = AppPath(*await _server(config))
+    await app.run("Start the engine.", 1)  # the first chat starts the engine
+    return app
+
+
+async def _server(config: dict):
+    """A real chat server for `config`'s model and preset, started, and the model's tokenizer."""
     import sys
     import tempfile
     from pathlib import Path
@@ -255,6 +298,4 @@ async def _app(config: dict) -> AppPath:
     log = Path(tempfile.mkdtemp()) / "chainlit.log"
     env = {"CHAT_MODEL": config["model"], "CHAT_PRESET": config["preset"]}
     server = await asyncio.to_thread(ChainlitServer(env, log).start)
-    app = AppPath(server, AutoTokenizer.from_pretrained(config["model"]))
-    await app.run("Start the engine.", 1)  # the first chat starts the engine
-    return app
+    return server, AutoTokenizer.from_pretrained(config["model"])

@@ -5,7 +5,8 @@
 kinds: `ours` (our engine layer with a preset), `raw` (vLLM's AsyncLLM with the
 same arguments as that preset), `default` (AsyncLLM with the articles' default:
 0.9 memory utilization, 16 sequences), `hf` (transformers `generate()`), `app`
-(the real Chainlit server, one socket.io client per chat: the whole app path).
+(the real Chainlit server, one socket.io client per chat: the whole app path), `api`
+(the same server's OpenAI-compatible API, the `openai` client, streamed).
 Each configuration runs in its own process so memory and start-up are its own.
 Every request uses ignore_eos, so it generates exactly max_tokens. vLLM configurations
 sample like the app (temperature 0.8, top p 0.8) unless the config sets "temperature".

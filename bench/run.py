@@ -32,6 +32,7 @@ GPU_CONFIGS = [
     {"kind": "ours", "preset": "8gb"},
     {"kind": "raw", "preset": "4gb"},
     {"kind": "app", "preset": "4gb", "name": "app path:4gb"},
+    {"kind": "api", "preset": "4gb", "name": "api path:4gb"},
     {"kind": "ours", "preset": "custom", "name": "4gb 16 seqs 1 GiB KV",
      "custom": {**FOUR, "max_num_seqs": 16, "kv_cache_gib": 1.0}},
     {"kind": "ours", "preset": "custom", "name": "4gb eager", "custom": {**FOUR, "cuda_graphs": False}},
@@ -44,6 +45,7 @@ CPU_CONFIGS = [
     {"kind": "ours", "preset": "cpu", "name": "ours:cpu", "switch_to": "cpu"},
     {"kind": "raw", "preset": "cpu"},
     {"kind": "app", "preset": "cpu", "name": "app path:cpu"},
+    {"kind": "api", "preset": "cpu", "name": "api path:cpu"},
     {"kind": "hf", "name": "transformers generate"},
 ]
 

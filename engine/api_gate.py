@@ -44,8 +44,8 @@ class ApiGate:
         except (TimeoutError, asyncio.TimeoutError):
             return await _error(send, 503, "The model engine is starting or switching presets; try again in a few "
                                            "seconds.", "ServiceUnavailable", retry_after=True)
-        except ChatError as error:
-            return await _error(send, 503, str(error), "ServiceUnavailable", retry_after=True)
+        except ChatError as error:  # the start failed: trying again will not help until it is fixed
+            return await _error(send, 503, str(error), "ServiceUnavailable")
         self.engine.api_running += 1
         try:
             await app(scope, _replay(body, receive), send)

@@ -1,7 +1,6 @@
 """The OpenAI-compatible API on the chat server: the real `openai` client against the running app."""
 
 import asyncio
-import json
 import time
 
 import httpx
