@@ -46,6 +46,11 @@ class ApiGate:
                                            "seconds.", "ServiceUnavailable", retry_after=True)
         except ChatError as error:  # the start failed: trying again will not help until it is fixed
             return await _error(send, 503, str(error), "ServiceUnavailable")
+        except Exception as error:  # vLLM's serving app could not be built (a broken install)
+            log.exception("the OpenAI-compatible API could not be set up")
+            return await _error(send, 500, f"The API could not be set up ({type(error).__name__}: {error}). The "
+                                           "server log has the details; check that vLLM is installed completely.",
+                                "InternalServerError")
         self.engine.api_running += 1
         try:
             await app(scope, _replay(body, receive), send)
