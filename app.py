@@ -43,10 +43,15 @@ async def start_chat():
     cl.user_session.set("history", [])
     prefs = sidebar.defaults(engine.settings, engine.preset_name)
     cl.user_session.set("prefs", prefs)
-    await cl.ChatSettings(sidebar.widgets(engine.settings, prefs, engine.preset)).send()
+    await send_sidebar(prefs)
     await cl.context.emitter.set_commands([STATUS_COMMAND])
     if not engine.ready:
-        asyncio.create_task(start.ensure_engine(engine, keep_note=True))  # start now: the first reply waits less
+        asyncio.create_task(start_engine())  # start now: the first reply waits less
+
+
+async def start_engine() -> None:
+    if await start.ensure_engine(engine, keep_note=True):
+        await send_sidebar(cl.user_session.get("prefs"))  # the slider follows the context that now runs
 
 
 @cl.on_message
@@ -171,7 +176,12 @@ async def switch_preset(name: str) -> None:
     finally:  # the sidebar and this chat's preference show what runs, also after a failure
         prefs = replace(cl.user_session.get("prefs"), preset=engine.preset_name)
         cl.user_session.set("prefs", prefs)
-        await cl.ChatSettings(sidebar.widgets(engine.settings, prefs, engine.preset)).send()
+        await send_sidebar(prefs)
+
+
+async def send_sidebar(prefs) -> None:
+    await cl.ChatSettings(sidebar.widgets(engine.settings, prefs, engine.preset, engine.presets_locked,
+                                          engine.max_model_len)).send()
 
 
 @cl.on_stop

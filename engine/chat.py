@@ -42,6 +42,11 @@ def _turn_starts(messages: list[dict]) -> list[int]:
 def build_prompt(tokenizer, system_prompt: str, messages: list[dict],
                  max_model_len: int, max_tokens: int) -> Prompt:
     """Render `messages` (oldest first, ending with the user's) to fit the context."""
+    return fit_prompt(lambda turns: _render(tokenizer, system_prompt, turns), messages, max_model_len, max_tokens)
+
+
+def fit_prompt(render, messages: list[dict], max_model_len: int, max_tokens: int) -> Prompt:
+    """The newest turns of `messages` that fit, with `render(turns) -> token ids` (a local tokenizer or a server's)."""
     if not messages or messages[-1]["role"] != "user":
         raise ValueError("the chat must end with a user message")
     if any(m["role"] not in ROLES for m in messages):
@@ -49,7 +54,7 @@ def build_prompt(tokenizer, system_prompt: str, messages: list[dict],
     reserve = min(max_tokens, max_model_len // 2)
     budget = max_model_len - reserve
     starts = _turn_starts(messages)
-    whole = _render(tokenizer, system_prompt, messages)
+    whole = render(messages)
     if len(whole) <= budget:  # the usual case, one render: a chat's whole history is rendered per message
         return Prompt(whole, 0, min(max_tokens, max_model_len - len(whole)))
     # Binary search for the earliest turn to keep: fewer turns never means more tokens.
@@ -57,13 +62,13 @@ def build_prompt(tokenizer, system_prompt: str, messages: list[dict],
     best = None
     while low <= high:
         mid = (low + high) // 2
-        ids = _render(tokenizer, system_prompt, messages[starts[mid]:])
+        ids = render(messages[starts[mid]:])
         if len(ids) <= budget:
             best, high = (mid, ids), mid - 1
         else:
             low = mid + 1
     if best is None:
-        size = len(_render(tokenizer, system_prompt, messages[starts[-1]:]))
+        size = len(render(messages[starts[-1]:]))
         raise ContextTooLongError(size, budget, max_model_len, reserve)
     keep_from, ids = best
     room = max_model_len - len(ids)

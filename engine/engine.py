@@ -37,6 +37,9 @@ WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
 
 
 class ChatEngine:
+    presets_locked: str | None = None  # presets can be switched: the engine is ours to size
+    serves_api = True  # its `AsyncLLM` can back the OpenAI-compatible API on the chat server
+
     def __init__(self, settings: Settings):
         self.settings = settings
         self.preset_name = settings.preset
@@ -65,6 +68,10 @@ class ChatEngine:
     def client(self):
         """vLLM's `AsyncLLM` while the engine runs, else None: what the OpenAI-compatible API serves from."""
         return self._llm if self.ready else None
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self.preset.max_model_len if self.preset else None
 
     @property
     def stop_ids(self) -> list[int]:
@@ -373,11 +380,18 @@ class ChatEngine:
         return sizing.footprint(self.preset, sizing.weights_bytes(self.settings.model)).total / presets.GIB
 
 
-def shared_engine() -> ChatEngine:
-    """The process's engine, created on first call and kept across `-w` re-imports."""
+def shared_engine():
+    """The process's engine, created on first call and kept across `-w` re-imports: the embedded one, or
+    a client of the vLLM server at CHAT_ENGINE_URL (engine/remote.py), behind the same methods."""
     engine = getattr(RUNTIME, "engine", None)
     if engine is None:
-        engine = RUNTIME.engine = ChatEngine(load_settings())
+        settings = load_settings()
+        if settings.engine_url:
+            from engine.remote import RemoteEngine
+
+            engine = RUNTIME.engine = RemoteEngine(settings)
+        else:
+            engine = RUNTIME.engine = ChatEngine(settings)
         atexit.register(engine.shutdown)
     return engine
 

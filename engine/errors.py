@@ -109,3 +109,12 @@ class PresetSwitchError(ChatError):
             f"The '{kept}' preset keeps running.",
         )
         self.cause = cause
+
+
+class RemoteEngineError(ChatError):
+    def __init__(self, url: str, detail: str):
+        super().__init__(
+            f"The vLLM server at {url} cannot be used ({detail}).",
+            "Check that it runs and that CHAT_ENGINE_URL points at it; the app keeps checking every few seconds, "
+            "so send your message again once it is back.",
+        )

@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     top_p: TopP = 0.8
     max_tokens: MaxTokens = 1024
     warmup: bool = Field(True, description="Run a few requests after start so the first message is not slow.")
+    engine_url: str | None = Field(
+        None, pattern=r"^https?://[^/\s]+(/.*)?$", description="The OpenAI-compatible URL of a running vLLM server "
+        "(e.g. http://gpu-host:8000/v1) to use instead of an engine in this process.")
+    engine_key: SecretStr | None = Field(None, description="The API key that vLLM server expects, if any.")
     api: bool = Field(True, description="Serve the OpenAI-compatible API (/v1) from the chat server, on the same engine.")
     api_key: SecretStr | None = Field(
         None, min_length=8, description="The key API clients must send (Authorization: Bearer); required when the "

@@ -59,6 +59,8 @@ def open_api(engine) -> None:
     """Serve the API on this server (unless CHAT_API=false); off loopback only with a key."""
     from engine.api_gate import shared_gate
 
+    if not engine.serves_api:  # a remote vLLM server serves its own API
+        return
     host, _ = chosen_port()
     exit_if_api_unguarded(host, engine.settings)
     if engine.settings.api:

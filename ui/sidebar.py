@@ -26,18 +26,17 @@ class ChatPreferences:
     preset: str
 
 
-def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset | None = None) -> list:
-    """The sidebar, showing this chat's preferences (and, as its preset, what runs)."""
-    labels = dict(PRESET_LABELS)
-    if settings.custom_preset is not None:
-        labels["custom"] = f"custom: {settings.custom_preset.purpose}"
+def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset | None = None,
+            locked: str | None = None, context: int | None = None) -> list:
+    """The sidebar, showing this chat's preferences (and, as its preset, what runs).
+
+    `locked` says why presets cannot be switched here (an engine that is not ours to size), and `context`
+    is then that engine's context length.
+    """
     sampling = prefs.sampling
-    longest = context_of(settings, prefs.preset, running)
+    longest = context or (MAX_REPLY_TOKENS if locked else context_of(settings, prefs.preset, running))
     return [
-        Select(id="preset", label="Memory preset", items={v: k for k, v in labels.items()},
-               initial_value=prefs.preset if prefs.preset in labels else "auto",
-               description="Restarts the engine that every chat shares: replies pause for about 10 s on a GPU "
-                           "and 30-60 s on the processor. A preset that cannot run here is refused first."),
+        _preset_select(settings, prefs, locked),
         Slider(id="temperature", label="Temperature", initial=sampling.temperature, min=0, max=2, step=0.05,
                description="0 always picks the likeliest word; higher is more varied."),
         Slider(id="top_p", label="Top p", initial=sampling.top_p, min=0.05, max=1, step=0.05),
@@ -46,6 +45,19 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
         TextInput(id="system_prompt", label="System prompt", initial=prefs.system_prompt, multiline=True),
         Switch(id="show_stats", label="Show what each reply cost", initial=prefs.show_stats),
     ]
+
+
+def _preset_select(settings: Settings, prefs: ChatPreferences, locked: str | None) -> Select:
+    if locked is not None:
+        return Select(id="preset", label="Memory preset", items={prefs.preset: prefs.preset},
+                      initial_value=prefs.preset, disabled=True, description=locked)
+    labels = dict(PRESET_LABELS)
+    if settings.custom_preset is not None:
+        labels["custom"] = f"custom: {settings.custom_preset.purpose}"
+    return Select(id="preset", label="Memory preset", items={v: k for k, v in labels.items()},
+                  initial_value=prefs.preset if prefs.preset in labels else "auto",
+                  description="Restarts the engine that every chat shares: replies pause for about 10 s on a GPU "
+                              "and 30-60 s on the processor. A preset that cannot run here is refused first.")
 
 
 def context_of(settings: Settings, preset_name: str, running: presets.Preset | None = None) -> int:
@@ -71,7 +83,7 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
     if not isinstance(system_prompt, str) or len(system_prompt) > 8000:
         raise ValueError("The system prompt must be text of at most 8000 characters.")
     valid = presets.names(settings.custom_preset)
-    if not isinstance(show_stats, bool) or preset not in valid:
+    if not isinstance(show_stats, bool) or (preset != previous.preset and preset not in valid):
         raise ValueError(f"'show stats' must be on or off, and the preset one of: {', '.join(valid)}.")
     return ChatPreferences(sampling, system_prompt, show_stats, preset)
 

