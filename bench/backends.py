@@ -233,7 +233,8 @@ async def create(config: dict):
         from engine.settings import load_settings
 
         custom = config.get("custom")
-        settings = load_settings(model=model, preset=config["preset"], custom_preset=custom)
+        settings = load_settings(model=model, preset=config["preset"], custom_preset=custom,
+                                 gpus=config.get("gpus", 1), parallel=config.get("parallel", "data"))
         engine = ChatEngine(settings)
         await engine.ensure_started()
         return Ours(engine, config.get("temperature", 0.8))

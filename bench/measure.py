@@ -100,7 +100,7 @@ async def measure(config: dict) -> None:
     if config["kind"] != "app":  # the app batches tokens every 40 ms: its 1-stream rate is tok_s_at_1
         decode = [await backend.run(backend.prompt(SHORT, seed=300 + i), DECODE_TOKENS) for i in range(3)]
         emit(config, "decode_tok_s", statistics.median(r.decode_tok_s for r in decode))
-    for users in CONCURRENCY:
+    for users in config.get("concurrency", CONCURRENCY):
         await concurrency(backend, config, users)
     if config["kind"] != "hf":
         await prefix_cache(backend, config)

@@ -41,6 +41,14 @@ GPU_CONFIGS = [
     {"kind": "default", "name": "vllm default (0.9, 16 seqs)"},
     {"kind": "hf", "name": "transformers generate"},
 ]
+# Two GPUs of one host (`--target gpu2`): one engine on one GPU, data parallel over both, tensor parallel.
+MANY = (1, 8, 32, 64)
+GPU2_CONFIGS = [
+    {"kind": "ours", "preset": "4gb", "name": "1 GPU", "concurrency": MANY},
+    {"kind": "ours", "preset": "4gb", "name": "data parallel 2", "gpus": 2, "concurrency": MANY},
+    {"kind": "ours", "preset": "4gb", "name": "tensor parallel 2", "gpus": 2, "parallel": "tensor",
+     "concurrency": MANY},
+]
 CPU_CONFIGS = [
     {"kind": "ours", "preset": "cpu", "name": "ours:cpu", "switch_to": "cpu"},
     {"kind": "raw", "preset": "cpu"},
@@ -90,13 +98,13 @@ def run_config(config: dict, model: str, timeout_s: int, log) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", choices=["cpu", "gpu"], required=True)
+    parser.add_argument("--target", choices=["cpu", "gpu", "gpu2"], required=True)
     parser.add_argument("--model", default="models/tiny-ernie")
     parser.add_argument("--only", default="", help="comma-separated config names to run")
     parser.add_argument("--timeout", type=int, default=420, help="seconds per configuration")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for the JSON, log and plots")
     args = parser.parse_args()
-    configs = GPU_CONFIGS if args.target == "gpu" else CPU_CONFIGS
+    configs = {"gpu": GPU_CONFIGS, "gpu2": GPU2_CONFIGS, "cpu": CPU_CONFIGS}[args.target]
     if args.only:
         wanted = args.only.split(",")
         configs = [c for c in configs if c.get("name", f"{c['kind']}:{c.get('preset')}") in wanted]

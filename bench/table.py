@@ -13,6 +13,7 @@ COLUMNS = [
     ("tok_s_at_1", "1 chat tok/s", "{:.0f}"),
     ("tok_s_at_8", "8 chats tok/s", "{:.0f}"),
     ("tok_s_at_32", "32 chats tok/s", "{:.0f}"),
+    ("tok_s_at_64", "64 chats tok/s", "{:.0f}"),
     ("ttft_at_32_p95_ms", "TTFT p95 at 32 ms", "{:.0f}"),
     ("tok_s_16_long_chats", "16 long chats tok/s", "{:.0f}"),
     ("prefix_second_ttft_ms", "prefix hit TTFT", "{:.0f}"),

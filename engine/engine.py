@@ -127,6 +127,7 @@ class ChatEngine:
                 self.preset, self.settings.model,
                 str(self.settings.download_dir) if self.settings.download_dir else None,
                 self.device.total_bytes if self.device.kind == "cuda" else None, plan.dtype,
+                self.settings.gpus, self.settings.parallel,
             )
             action = "Downloading" if plan.download else "Loading"
             stage = f"{action} {self.settings.model} ({self.preset.name} preset)"
@@ -363,7 +364,7 @@ class ChatEngine:
         return Status(
             state=state, preset=preset.name if preset else self.preset_name,
             purpose=preset.purpose if preset else "",
-            device=self.device.name if self.device else "not started",
+            device=self._device_text(),
             max_model_len=preset.max_model_len if preset else None,
             needs_gib=self._footprint_gib(),
             memory_used_gib=used,
@@ -373,6 +374,12 @@ class ChatEngine:
             chat_requests=len(self._active), api_requests=self.api_running,
         )
 
+
+    def _device_text(self) -> str:
+        if self.device is None:
+            return "not started"
+        gpus = self.settings.gpus if self.device.kind == "cuda" else 1
+        return self.device.name if gpus == 1 else f"{gpus} × {self.device.name} ({self.settings.parallel} parallel)"
 
     def _footprint_gib(self) -> float | None:
         if self.preset is None or self.preset.device != "cuda":

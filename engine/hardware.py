@@ -47,6 +47,20 @@ def _visible_index() -> int:
     return int(first) if first.isdigit() else 0
 
 
+def gpu_count() -> int:
+    """How many NVIDIA GPUs this process may use (CUDA_VISIBLE_DEVICES, else all that NVML sees)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip()])
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetCount()
+    except Exception:
+        return 0
+
+
 def gpu() -> Device | None:
     """The first visible NVIDIA GPU, or None when NVML finds none."""
     try:

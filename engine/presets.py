@@ -89,8 +89,8 @@ def smaller_than(preset: Preset) -> str | None:
 
 
 def engine_kwargs(preset: Preset, model: str, download_dir: str | None,
-                  total_bytes: int | None = None, dtype: str = "auto") -> dict:
-    """vLLM engine arguments for this preset (on a GPU with `total_bytes` of memory)."""
+                  total_bytes: int | None = None, dtype: str = "auto", gpus: int = 1, parallel: str = "data") -> dict:
+    """vLLM engine arguments for this preset (on GPUs with `total_bytes` of memory each, `gpus` of them)."""
     kwargs = dict(
         model=model,
         download_dir=download_dir,
@@ -105,6 +105,8 @@ def engine_kwargs(preset: Preset, model: str, download_dir: str | None,
     )
     if preset.swap_gib > 0:
         kwargs["kv_offloading_size"] = preset.swap_gib
+    if preset.device == "cuda" and gpus > 1:
+        kwargs["data_parallel_size" if parallel == "data" else "tensor_parallel_size"] = gpus
     if preset.device == "cuda" and total_bytes:
         need = sizing.footprint(preset, sizing.weights_bytes(model))
         kwargs["gpu_memory_utilization"] = sizing.gpu_memory_utilization(need, total_bytes)

@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     temperature: Temperature = 0.8
     top_p: TopP = 0.8
     max_tokens: MaxTokens = 1024
+    gpus: int = Field(1, ge=1, le=8, description="How many GPUs the embedded engine uses; a preset's sizes are per GPU.")
+    parallel: Literal["data", "tensor"] = Field(
+        "data", description="With several GPUs: 'data' runs a copy of the model on each (more replies at once); "
+                            "'tensor' splits one copy over them (for a model too big for one card).")
     warmup: bool = Field(True, description="Run a few requests after start so the first message is not slow.")
     engine_url: str | None = Field(
         None, pattern=r"^https?://[^/\s]+(/.*)?$", description="The OpenAI-compatible URL of a running vLLM server "

@@ -61,3 +61,26 @@ def test_every_gpu_preset_leaves_a_desktops_share_of_its_card_free():
         need = sizing.footprint(presets.BUILT_IN[name])
         assert need.needs_free <= (int(name.removesuffix("gb")) - 1.0) * sizing.GIB
         assert need.kv_cache < need.total
+
+
+def test_several_gpus_run_as_data_parallel_copies_or_one_tensor_parallel_model(monkeypatch):
+    monkeypatch.setenv("CHAT_GPUS", "2")
+    settings = load_settings()
+    four = presets.BUILT_IN["4gb"]
+    data = presets.engine_kwargs(four, "m", None, 8 << 30, gpus=settings.gpus, parallel=settings.parallel)
+    tensor = presets.engine_kwargs(four, "m", None, 8 << 30, gpus=2, parallel="tensor")
+    assert data["data_parallel_size"] == 2 and "tensor_parallel_size" not in data
+    assert tensor["tensor_parallel_size"] == 2 and "data_parallel_size" not in tensor
+    assert data["kv_cache_memory_bytes"] == tensor["kv_cache_memory_bytes"], "a preset's sizes are per GPU"
+    assert "data_parallel_size" not in presets.engine_kwargs(presets.BUILT_IN["cpu"], "m", None, gpus=2)
+    monkeypatch.setenv("CHAT_GPUS", "0")
+    with pytest.raises(SettingsError, match="CHAT_GPUS"):
+        load_settings()
+
+
+def test_an_engine_url_must_be_an_http_url(monkeypatch):
+    monkeypatch.setenv("CHAT_ENGINE_URL", "gpu-host:8000")
+    with pytest.raises(SettingsError, match="CHAT_ENGINE_URL"):
+        load_settings()
+    monkeypatch.setenv("CHAT_ENGINE_URL", "http://gpu-host:8000/v1")
+    assert load_settings().engine_url == "http://gpu-host:8000/v1"
