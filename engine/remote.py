@@ -9,6 +9,7 @@ once, and a background check notices when it is back.
 """
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -16,7 +17,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from engine.chat import fit_prompt
+from engine.chat import Prompt, fit_prompt
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
 from engine.records import ProgressCallback, Stats, Status
@@ -49,7 +50,7 @@ class RemoteEngine:
         self._closed = False
         key = settings.engine_key.get_secret_value() if settings.engine_key else None
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = None  # openai.AsyncOpenAI, made in the event loop on first use
+        self._client: httpx.AsyncClient | None = None
 
     @property
     def ready(self) -> bool:
@@ -80,7 +81,6 @@ class RemoteEngine:
         try:
             await self._progress.emit(f"Connecting to the vLLM server at {self.url}", began)
             await self._read_models()
-            await asyncio.to_thread(self._openai)  # importing openai takes a second: not in the first reply
             self._up, self.failure = True, None
             if self._watch is None or self._watch.done():
                 self._watch = asyncio.get_running_loop().create_task(self._keep_watching())
@@ -131,8 +131,11 @@ class RemoteEngine:
         request_id = request_id or uuid.uuid4().hex
         self._active[request_id] = None
         try:
-            prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system), messages, self.max_model_len,
-                                             sampling.max_tokens)
+            if surely_fits(_with_system(system, messages), sampling.max_tokens, self.max_model_len):
+                prompt = Prompt([], 0, sampling.max_tokens)  # no need to ask the server how long it is
+            else:
+                prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system), messages, self.max_model_len,
+                                                 sampling.max_tokens)
             turns = _with_system(system, messages[prompt.dropped_messages:])
             async for item in self._generate(turns, sampling, prompt, request_id):
                 yield item
@@ -140,62 +143,61 @@ class RemoteEngine:
             self._active.pop(request_id, None)
             self._aborted.discard(request_id)
 
-    async def _generate(self, turns, sampling: Sampling, prompt, request_id: str):
-        import openai
-
+    async def _generate(self, turns, sampling: Sampling, prompt: Prompt, request_id: str):
+        """One streamed chat completion. Its server-sent events are read as plain JSON: per token, a typed
+        client's objects cost the app more than the rest of the chat path (measured on the H200)."""
+        body = {"model": self.model, "messages": turns, "max_tokens": prompt.max_tokens, "stream": True,
+                "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": sampling.seed,
+                "ignore_eos": sampling.ignore_eos, "stream_options": {"include_usage": True}}
         began = time.perf_counter()
         first = last = usage = finish = None
         pieces = 0
-        stream = None
         try:
-            stream = await self._openai().chat.completions.create(
-                model=self.model, messages=turns, max_tokens=prompt.max_tokens, temperature=sampling.temperature,
-                top_p=sampling.top_p, seed=sampling.seed, stream=True, stream_options={"include_usage": True},
-                extra_body={"ignore_eos": sampling.ignore_eos})
-            self._active[request_id] = stream
-            async for chunk in stream:
-                usage = chunk.usage or usage
-                if not chunk.choices:
-                    continue
-                last = time.perf_counter()
-                first = first or last
-                choice = chunk.choices[0]
-                finish = choice.finish_reason or finish
-                if choice.delta.content:
-                    pieces += 1
-                    yield choice.delta.content
-        except (asyncio.CancelledError, GeneratorExit):
-            if stream is not None:
-                await stream.close()  # the server aborts a request whose client went away
-            raise
-        except (openai.APIError, httpx.HTTPError) as error:
+            async with self._http().stream("POST", f"{self.url}/chat/completions", json=body) as response:
+                if response.status_code != 200:
+                    detail = (await response.aread()).decode(errors="replace")[:300]
+                    raise RemoteEngineError(self.url, f"HTTP {response.status_code}: {detail}")
+                self._active[request_id] = response
+                async for line in response.aiter_lines():
+                    if not line.startswith("data: {"):
+                        continue
+                    chunk = json.loads(line[6:])
+                    usage = chunk.get("usage") or usage
+                    if not chunk.get("choices"):
+                        continue
+                    last = time.perf_counter()
+                    first = first or last
+                    choice = chunk["choices"][0]
+                    finish = choice.get("finish_reason") or finish
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        pieces += 1
+                        yield text
+        except (httpx.HTTPError, httpx.StreamError, ValueError) as error:  # leaving `async with` closed the stream
             if request_id not in self._aborted:
                 log.warning("a reply from the vLLM server at %s failed: %s", self.url, _describe(error))
-                if isinstance(error, (openai.APIConnectionError, httpx.TransportError)):
+                if isinstance(error, httpx.TransportError):
                     self._up = False
                 raise RemoteEngineError(self.url, _describe(error)) from error
         if request_id in self._aborted:
             finish = "abort"
-        generated = usage.completion_tokens if usage else pieces
-        details = usage.prompt_tokens_details if usage else None
+        generated = usage["completion_tokens"] if usage else pieces
+        cached = ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0
         decode_s = (last - first) if first is not None and last is not None else 0.0
         yield Stats(
             ttft_s=None if first is None else first - began,
             decode_tokens_per_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
-            prompt_tokens=usage.prompt_tokens if usage else len(prompt.token_ids), generated_tokens=generated,
-            cached_tokens=(details.cached_tokens or 0) if details else 0, finish_reason=finish or "abort",
-            dropped_messages=prompt.dropped_messages, total_s=time.perf_counter() - began,
-            max_tokens=prompt.max_tokens, context_full=prompt.max_tokens < sampling.max_tokens,
-            max_model_len=self.max_model_len or 0,
+            prompt_tokens=usage["prompt_tokens"] if usage else len(prompt.token_ids), generated_tokens=generated,
+            cached_tokens=cached, finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
+            total_s=time.perf_counter() - began, max_tokens=prompt.max_tokens,
+            context_full=prompt.max_tokens < sampling.max_tokens, max_model_len=self.max_model_len or 0,
         )
 
-    def _openai(self):
-        """The OpenAI client for the server (safe to make from a worker thread: it opens no connection)."""
+    def _http(self) -> httpx.AsyncClient:
+        """One connection pool for every reply (made in the event loop); no read timeout: a queued reply waits."""
         if self._client is None:
-            import openai
-
-            key = self.settings.engine_key.get_secret_value() if self.settings.engine_key else "none"
-            self._client = openai.AsyncOpenAI(base_url=self.url, api_key=key, max_retries=0)
+            self._client = httpx.AsyncClient(headers=self._headers, limits=httpx.Limits(max_connections=None),
+                                             timeout=httpx.Timeout(CONNECT_TIMEOUT_S, read=None))
         return self._client
 
     def _tokenizer(self, system: str):
@@ -213,10 +215,10 @@ class RemoteEngine:
 
     async def abort(self, request_id: str) -> None:
         """Stop one request: its stream is closed, and the server aborts a request whose client went away."""
-        stream = self._active.get(request_id)
-        if stream is not None:
+        response = self._active.get(request_id)
+        if response is not None:
             self._aborted.add(request_id)
-            await stream.close()
+            await response.aclose()
 
     async def abort_all(self) -> None:
         for request_id in list(self._active):
@@ -261,6 +263,15 @@ def read_gauges(text: str) -> dict[str, float]:
             # counts add up over a data-parallel server's engines; a fraction in use is their mean
             gauges[family.name] = sum(values) / (len(values) if family.name.endswith("_perc") else 1)
     return gauges
+
+
+def surely_fits(turns: list[dict], max_tokens: int, max_model_len: int | None) -> bool:
+    """True when the prompt cannot be longer than the context leaves for the reply: a token of text is at
+    least one byte (byte-level and SentencePiece tokenizers alike), and the chat template adds a few per turn."""
+    if max_model_len is None:
+        return False
+    bound = sum(len(t["content"].encode()) + 16 for t in turns) + 64
+    return bound + max_tokens <= max_model_len
 
 
 def _with_system(system: str, turns: list[dict]) -> list[dict]:
