@@ -45,7 +45,7 @@ class FakeEngine:
     def __init__(self):
         self.settings = app.engine.settings
         self.preset_name, self.ready, self.switched, self.aborted = "cpu", True, [], []
-        self.preset = None
+        self.preset = self.max_model_len = self.presets_locked = None
         self.block = asyncio.Event()
         self.block.set()
         self.error = self.error_mid_reply = None
