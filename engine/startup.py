@@ -123,7 +123,7 @@ def plan_start(name: str, settings: Settings, releasing_bytes: int = 0) -> Start
             return cpu_plan
         raise NoGpuError(name)
     check_gpu(gpu)
-    if settings.gpus > hardware.gpu_count():
+    if settings.gpus > 1 and settings.gpus > hardware.gpu_count():
         raise EngineStartError(f"CHAT_GPUS is {settings.gpus}, but {hardware.gpu_count()} GPU(s) are visible.",
                                "Lower CHAT_GPUS, or make the GPUs visible (CUDA_VISIBLE_DEVICES).")
     gpu = dataclasses.replace(gpu, free_bytes=gpu.free_bytes + releasing_bytes)
