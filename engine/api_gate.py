@@ -133,10 +133,9 @@ async def _error(send, status: int, message: str, kind: str, param: str | None =
 
 def shared_gate(engine) -> ApiGate:
     """The process's gate, kept across `-w` re-imports with the engine it serves (and the app it built)."""
-    import sys
+    from engine.engine import RUNTIME
 
-    runtime = sys.modules["ernie_chat_runtime"]
-    gate = getattr(runtime, "api_gate", None)
+    gate = getattr(RUNTIME, "api_gate", None)
     if gate is None or gate.engine is not engine:
-        gate = runtime.api_gate = ApiGate(engine)
+        gate = RUNTIME.api_gate = ApiGate(engine)
     return gate
