@@ -17,10 +17,10 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
-from ui import sidebar, start, text  # noqa: E402
+from ui import history, sidebar, signin, start, text  # noqa: E402
 from ui.api_route import open_api  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
-from ui.port import exit_if_port_taken  # noqa: E402
+from ui.port import chosen_port, exit_if_port_taken, is_loopback  # noqa: E402
 
 pin_engine_modules()
 
@@ -31,6 +31,8 @@ STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engi
 exit_if_port_taken()
 engine = shared_engine()
 open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
+chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE])  # None with CHAT_HISTORY=false
+signin.install(is_loopback(chosen_port()[0]), chat_history, engine.settings.history_db.parent)
 
 
 @cl.set_starters
@@ -40,7 +42,7 @@ async def starters(user=None, language=None):
 
 @cl.on_chat_start
 async def start_chat():
-    cl.user_session.set("history", [])
+    cl.user_session.set("turns", [])
     prefs = sidebar.defaults(engine.settings, engine.preset_name)
     cl.user_session.set("prefs", prefs)
     await send_sidebar(prefs)
@@ -54,6 +56,18 @@ async def start_engine() -> None:
         await send_sidebar(cl.user_session.get("prefs"))  # the slider follows the context that now runs
 
 
+@cl.on_chat_resume
+async def resume_chat(thread: dict):
+    """A chat reopened from the history: its turns go back into the prompt, its sidebar comes back."""
+    cl.user_session.set("turns", history.turns_from(thread))
+    prefs = sidebar.resumed(cl.context.session.chat_settings or {}, engine.settings, engine.preset_name)
+    cl.user_session.set("prefs", prefs)
+    await send_sidebar(prefs)
+    await cl.context.emitter.set_commands([STATUS_COMMAND])
+    if not engine.ready:
+        asyncio.create_task(start_engine())
+
+
 @cl.on_message
 async def on_message(message: cl.Message):
     if message.command == "Status" or message.content.strip() == "/status":
@@ -63,11 +77,11 @@ async def on_message(message: cl.Message):
     if not message.content.strip():
         await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
         return
-    history = _history_before(message.id)
+    turns = _turns_before(message.id)
     if not await start.ensure_engine(engine):
         cl.user_session.set("pending", message)  # answered if "Try again" brings the engine up
         return
-    await reply_to(history, message)
+    await reply_to(turns, message)
 
 
 @cl.action_callback(start.RETRY_ACTION)
@@ -76,35 +90,37 @@ async def retry_start(action: cl.Action):
     pending = cl.user_session.get("pending")
     if await start.ensure_engine(engine, retry=True) and pending is not None:
         cl.user_session.set("pending", None)
-        await reply_to(_history_before(pending.id), pending)
+        await reply_to(_turns_before(pending.id), pending)
 
 
-def _history_before(message_id: str) -> list[dict]:
+def _turns_before(message_id: str) -> list[dict]:
     """The chat so far; an edited message reruns, so everything from it on is forgotten."""
-    history = cl.user_session.get("history")
-    for index, turn in enumerate(history):
+    turns = cl.user_session.get("turns")
+    for index, turn in enumerate(turns):
         if turn.get("id") == message_id:
-            del history[index:]
+            del turns[index:]
             break
-    return history
+    return turns
 
 
-async def reply_to(history: list[dict], message: cl.Message) -> None:
+async def reply_to(turns: list[dict], message: cl.Message) -> None:
     prefs = cl.user_session.get("prefs")
     request_id = uuid.uuid4().hex
     cl.user_session.set("request_id", request_id)
-    turns = [{"role": t["role"], "content": t["content"]} for t in history]
-    turns.append({"role": "user", "content": message.content})
+    prompt = [{"role": t["role"], "content": t["content"]} for t in turns]
+    prompt.append({"role": "user", "content": message.content})
     # flushed_at starts at 0 so the first token shows at once; later ones are batched
     # made in a worker thread: Chainlit's Message() sleeps 1 ms, which would hold every chat's event loop
     reply, pending, flushed_at, stats = await asyncio.to_thread(cl.Message, content=""), "", 0.0, None
+    reply.metadata = {"for": message.id}  # which question it answers, to rebuild the prompt of a reopened chat
+    saver = history.ReplySaver(reply, chat_history)
     queued = None
     if engine.saturated():
         queued = cl.Message(content="⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",
                             author="system")
         await queued.send()
     try:
-        async for item in engine.stream(turns, prefs.sampling, prefs.system_prompt, request_id):
+        async for item in engine.stream(prompt, prefs.sampling, prefs.system_prompt, request_id):
             if queued is not None:
                 await queued.remove()
                 queued = None
@@ -115,25 +131,28 @@ async def reply_to(history: list[dict], message: cl.Message) -> None:
             if time.monotonic() - flushed_at >= FLUSH_EVERY_S:
                 await reply.stream_token(pending)
                 pending, flushed_at = "", time.monotonic()
+                saver.shown(reply.content, reply.metadata)
     except asyncio.CancelledError:  # Stop: keep what was written
-        await finish(history, message, reply, reply.content + pending, None, prefs.show_stats)
+        await finish(turns, message, reply, reply.content + pending, None, prefs.show_stats, saver)
         raise
     except ChatError as error:
         if reply.content or pending:  # the engine failed mid-reply: keep what was written
-            await finish(history, message, reply, reply.content + pending, None, prefs.show_stats)
+            await finish(turns, message, reply, reply.content + pending, None, prefs.show_stats, saver)
         await cl.ErrorMessage(content=str(error), author="system").send()
         return
     finally:
         cl.user_session.set("request_id", None)
         if queued is not None:
             await queued.remove()
-    await finish(history, message, reply, reply.content + pending, stats, prefs.show_stats)
+    await finish(turns, message, reply, reply.content + pending, stats, prefs.show_stats, saver)
 
 
-async def finish(history, message, reply, answer: str, stats: Stats | None, show_stats: bool) -> None:
-    """Record the turn in the history and show the reply with its notes and cost."""
-    history += [{"id": message.id, "role": "user", "content": message.content},
-                {"role": "assistant", "content": answer}]
+async def finish(turns, message, reply, answer: str, stats: Stats | None, show_stats: bool, saver) -> None:
+    """Record the turn in the chat's turns and show (and save) the reply with its notes and cost."""
+    turns += [{"id": message.id, "role": "user", "content": message.content},
+              {"role": "assistant", "content": answer}]
+    reply.metadata = {**reply.metadata, "answer": answer}
+    await saver.settle()  # a write of the streaming reply must not land over the finished one
     stopped = stats is None or stats.finish_reason == "abort"
     extra = ["*Stopped.*"] if stats is None else text.notes(stats, stopped)
     if stats is not None and show_stats:
@@ -151,6 +170,7 @@ async def on_settings(values: dict):
         await cl.ErrorMessage(content=f"Settings not applied: {error}", author="system").send()
         return
     cl.user_session.set("prefs", new)
+    await history.save_settings(chat_history, values)
     if new.preset != prefs.preset:
         await switch_preset(new.preset)
 

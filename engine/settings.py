@@ -70,6 +70,12 @@ class Settings(BaseSettings):
                                         "server listens on any address other than loopback.")
     api_wait_s: float = Field(120.0, ge=0.0, le=600.0, description="How long an API request waits for a starting or "
                                                                  "switching engine before a 503 with Retry-After.")
+    history: bool = Field(True, description="Keep chats in a database and list them in the sidebar; false keeps them "
+                                            "in memory only, lost at a restart.")
+    history_db: Path = Field(Path("data/chats.db"), description="The SQLite file that holds the chats (made on first start).")
+    database_url: str | None = Field(
+        None, pattern=r"^postgres(ql)?(\+asyncpg)?://\S+$", description="A PostgreSQL database for the history instead of "
+        "the SQLite file (postgresql://user:password@host/db), so several app processes share one history.")
 
     def sampling(self) -> Sampling:
         return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)

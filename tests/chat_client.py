@@ -8,6 +8,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+import httpx
 import socketio
 
 
@@ -23,9 +24,19 @@ class Shown:
     first_at: float = field(default_factory=time.monotonic)  # when the message first appeared
 
 
+class SignInRefused(Exception):
+    """The server answered the sign-in with an error (status, body)."""
+
+
 class ChatClient:
-    def __init__(self, url: str):
-        self.url = url
+    def __init__(self, url: str, user: str | None = None, password: str | None = None, thread_id: str = ""):
+        """Signs in as the server asks: with `user`/`password` when given, else as the loopback's local user.
+
+        `thread_id` reopens that chat from the history, as clicking it in the sidebar does.
+        """
+        self.url, self.user, self.password, self.thread_id = url, user, password, thread_id
+        self.resumed: dict | None = None  # the stored thread the server sent back on a resume
+        self.resume_error: str | None = None
         self.sio = socketio.AsyncClient(reconnection=False)
         self.messages: dict[str, Shown] = {}
         self.ever_shown: list[str] = []  # every content shown, also of messages removed later
@@ -41,13 +52,38 @@ class ChatClient:
         self.sio.on("chat_settings", self._on_settings)
         self.actions: list[dict] = []  # buttons the server attached to messages
         self.sio.on("action", self.actions.append)
+        self.sio.on("first_interaction", lambda data: setattr(self, "thread_id", data["thread_id"]))
+        self._resume_answered = asyncio.Event()
+        self.sio.on("resume_thread", lambda thread: self._answered_resume(thread, None))
+        self.sio.on("resume_thread_error", lambda error: self._answered_resume(None, error))
 
+    def _answered_resume(self, thread: dict | None, error: str | None) -> None:
+        self.resumed, self.resume_error = thread, error
+        self._resume_answered.set()
+
+    async def sign_in(self) -> str | None:
+        """The sign-in token, as the browser's login page gets it; None when the server asks nobody to sign in."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(300, connect=60)) as http:
+            if self.password is not None:
+                response = await http.post("/login", data={"username": self.user, "password": self.password})
+            else:
+                response = await http.post("/auth/header")
+                if response.status_code == 400:  # no sign-in on this server (history off)
+                    return None
+        if response.status_code != 200:
+            raise SignInRefused(response.status_code, response.text)
+        return response.cookies.get("access_token")
     async def connect(self, timeout: float = 30) -> "ChatClient":
-        auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": "",
+        token = await self.sign_in()
+        headers = {"Cookie": f"access_token={token}"} if token else {}
+        auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": self.thread_id,
                 "userEnv": "{}", "chatProfile": ""}
-        await self.sio.connect(self.url, socketio_path="/ws/socket.io", auth=auth, transports=["websocket"])
+        await self.sio.connect(self.url, headers=headers, socketio_path="/ws/socket.io", auth=auth,
+                               transports=["websocket"])
         await self.sio.emit("connection_successful")
         await asyncio.wait_for(self._ready.wait(), timeout)
+        if self.thread_id:
+            await asyncio.wait_for(self._resume_answered.wait(), timeout)
         return self
 
     async def close(self) -> None:

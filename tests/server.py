@@ -24,7 +24,9 @@ class ChainlitServer:
         """`host` is where it listens (0.0.0.0: every address); the tests reach it on 127.0.0.1 either way."""
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, **env, "CHAINLIT_HOST": host, "PYTHONUNBUFFERED": "1"}
+        # each server keeps its chats in its own database beside its log, unless the test names one
+        self.env = {**os.environ, "CHAT_HISTORY_DB": str(log_path.parent / "chats.db"), **env,
+                    "CHAINLIT_HOST": host, "PYTHONUNBUFFERED": "1"}
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.watch = watch

@@ -4,6 +4,7 @@ The same paths run for real, with the real engine and server, in test_app.py.
 """
 
 import asyncio
+import os
 import sys
 
 import pytest
@@ -13,6 +14,7 @@ from chainlit.emitter import BaseChainlitEmitter
 from engine.errors import ContextTooLongError
 from engine.records import Stats, Status
 
+os.environ["CHAT_HISTORY"] = "false"  # no database here: the history is tested on the real server (test_history.py)
 sys.modules.setdefault("ernie_chat_port_check", type(sys)("ernie_chat_port_check")).checked = True
 import app  # noqa: E402  (after marking the port as checked: no server binds in these tests)
 

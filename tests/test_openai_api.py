@@ -159,8 +159,9 @@ def test_off_loopback_the_api_needs_a_key(engine_env, tmp_path):
 
     key = "a-long-enough-test-key"
     # The engine is not waited for: a right key gets past the key check to "starting" (503), a wrong one never does.
-    server = ChainlitServer({**engine_env, "CHAT_API_KEY": key, "CHAT_API_WAIT_S": "0"}, tmp_path / "key.log",
-                            host="0.0.0.0").start()
+    signed = {"CHAINLIT_AUTH_SECRET": "a-test-secret-for-sign-in-tokens-" + "x" * 16}  # off loopback: sign-in too
+    server = ChainlitServer({**engine_env, **signed, "CHAT_API_KEY": key, "CHAT_API_WAIT_S": "0"},
+                            tmp_path / "key.log", host="0.0.0.0").start()
     try:
         def models(with_key: str | None) -> httpx.Response:
             headers = {"authorization": f"Bearer {with_key}"} if with_key else {}

@@ -5,13 +5,12 @@ so API clients, the chat and the browser share one port, one process and one eng
 app does not start without `CHAT_API_KEY`: an open API would let anyone on the network use the GPU.
 """
 
-import ipaddress
 import sys
 
 from starlette.routing import BaseRoute, Match, NoMatchFound
 
 from engine.openai_app import SERVED_PATHS
-from ui.port import chosen_port
+from ui.port import chosen_port, is_loopback
 
 KEY_HOWTO = ('Set CHAT_API_KEY in .env (make one with: python -c "import secrets; print(secrets.token_urlsafe(32))") '
              "and give it to the API's clients, or turn the API off with CHAT_API=false.")
@@ -44,15 +43,6 @@ def serve_api(gate) -> None:
     routes = app.router.routes
     routes[:] = [route for route in routes if not getattr(route, "is_api_route", False)]
     routes.insert(0, ApiRoute(gate))
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def open_api(engine) -> None:

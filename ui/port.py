@@ -1,5 +1,6 @@
 """Checking, before Chainlit binds its port, that the port is free, so the user gets a clear message."""
 
+import ipaddress
 import os
 import socket
 import sys
@@ -15,6 +16,15 @@ def chosen_port() -> tuple[str, int]:
     host = args[args.index("--host") + 1] if "--host" in args else os.environ.get("CHAINLIT_HOST", "127.0.0.1")
     port = args[args.index("--port") + 1] if "--port" in args else os.environ.get("CHAINLIT_PORT", "8000")
     return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def exit_if_port_taken() -> None:

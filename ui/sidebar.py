@@ -5,7 +5,7 @@ input: a wrong type or an out-of-range number becomes a message, not a crash, an
 only the known keys are read (a client cannot set engine arguments or paths).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from chainlit.input_widget import Select, Slider, Switch, TextInput
 from pydantic import ValidationError
@@ -68,6 +68,16 @@ def context_of(settings: Settings, preset_name: str, running: presets.Preset | N
 
 def defaults(settings: Settings, current_preset: str) -> ChatPreferences:
     return ChatPreferences(settings.sampling(), settings.system_prompt, True, current_preset)
+
+
+def resumed(values: dict, settings: Settings, running: str) -> ChatPreferences:
+    """A reopened chat's preferences from its stored sidebar, on the preset that runs now: reopening a chat
+    never restarts the engine that every chat shares. Stored values that no longer pass give the defaults."""
+    base = defaults(settings, running)
+    try:
+        return replace(parse({**values, "preset": running}, base, settings), preset=running)
+    except ValueError:
+        return base
 
 
 def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPreferences:

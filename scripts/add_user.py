@@ -1,0 +1,74 @@
+"""Add a user who may sign in when the app listens beyond loopback, or change their password.
+
+    .venv/bin/python scripts/add_user.py alice             # asks for the password twice
+    echo "$PW" | .venv/bin/python scripts/add_user.py alice --password-stdin
+    .venv/bin/python scripts/add_user.py alice --delete
+
+Writes to the history database the app uses (CHAT_HISTORY_DB or CHAT_DATABASE_URL, from .env as the app reads
+it); only a salted scrypt hash of the password is stored.
+"""
+
+import argparse
+import asyncio
+import getpass
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sqlalchemy import text  # noqa: E402
+
+from engine.errors import SettingsError  # noqa: E402
+from engine.settings import load_settings  # noqa: E402
+from ui import history  # noqa: E402
+from ui.signin import LOGINS_TABLE, hash_password  # noqa: E402
+
+MIN_PASSWORD = 8
+UPSERT = ('INSERT INTO chat_logins ("identifier", "hash") VALUES (:name, :hash) '
+          'ON CONFLICT ("identifier") DO UPDATE SET "hash" = EXCLUDED."hash"')
+
+
+def read_password(from_stdin: bool) -> str:
+    if from_stdin:
+        return sys.stdin.readline().rstrip("\n")
+    first = getpass.getpass("Password: ")
+    if getpass.getpass("Again: ") != first:
+        raise SystemExit("The two passwords differ; nothing was changed.")
+    return first
+
+
+async def write(url: str, statement: str, values: dict) -> int:
+    engine = history.open_engine(url)
+    try:
+        async with engine.begin() as connection:
+            return (await connection.execute(text(statement), values)).rowcount
+    finally:
+        await engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", help="the name the user signs in with")
+    parser.add_argument("--password-stdin", action="store_true", help="read the password from the first line of stdin")
+    parser.add_argument("--delete", action="store_true", help="remove the user's sign-in (their chats stay)")
+    args = parser.parse_args()
+    if not args.name.strip() or len(args.name) > 100:
+        raise SystemExit("The name must be 1 to 100 characters.")
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        raise SystemExit(str(error))
+    url = history.prepare(settings, extra=[LOGINS_TABLE])
+    if args.delete:
+        removed = asyncio.run(write(url, 'DELETE FROM chat_logins WHERE "identifier" = :name', {"name": args.name}))
+        print(f"Removed {args.name!r}." if removed else f"There is no user {args.name!r}; nothing was changed.")
+        return
+    password = read_password(args.password_stdin)
+    if len(password) < MIN_PASSWORD:
+        raise SystemExit(f"The password must have at least {MIN_PASSWORD} characters; nothing was changed.")
+    asyncio.run(write(url, UPSERT, {"name": args.name, "hash": hash_password(password)}))
+    print(f"{args.name!r} can sign in now ({history.where(settings)}).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Chats that survive a restart: Chainlit's SQLAlchemy data layer on a SQLite file, or on PostgreSQL.
+
+Chainlit owns threads, steps, users and feedback, the history sidebar, rename, delete and search. This module
+only picks the database (`CHAT_HISTORY_DB`, or `CHAT_DATABASE_URL` for PostgreSQL), creates the tables that
+Chainlit's layer expects, keeps SQLite in WAL mode, tells a chat once when its turns cannot be saved, writes a
+streaming reply every `SAVE_EVERY_S` so a killed server loses at most that much, and turns a stored thread back
+into the turns of the prompt.
+"""
+
+import asyncio
+import json
+import sys
+import threading
+import time
+
+from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
+CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
+SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
+STATE_KEY = "history_failing"  # per chat: whether it was told that saving fails
+IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY}  # the app's session keys never stored
+
+# Chainlit's tables, one column list for both databases: (name, SQLite type, PostgreSQL type).
+_TEXT, _JSON, _BOOL, _INT, _LIST = ("TEXT", "TEXT"), ("TEXT", "JSONB"), ("INTEGER", "BOOLEAN"), ("INTEGER", "INTEGER"), \
+    ("TEXT", "TEXT[]")
+TABLES = {
+    "users": [("id", _TEXT), ("identifier", _TEXT), ("metadata", _JSON), ("createdAt", _TEXT)],
+    "threads": [("id", _TEXT), ("createdAt", _TEXT), ("name", _TEXT), ("userId", _TEXT), ("userIdentifier", _TEXT),
+                ("tags", _LIST), ("metadata", _JSON)],
+    "steps": [("id", _TEXT), ("name", _TEXT), ("type", _TEXT), ("threadId", _TEXT), ("parentId", _TEXT),
+              ("command", _TEXT), ("modes", _JSON), ("streaming", _BOOL), ("waitForAnswer", _BOOL),
+              ("isError", _BOOL), ("metadata", _JSON), ("tags", _LIST), ("input", _TEXT), ("output", _TEXT),
+              ("createdAt", _TEXT), ("start", _TEXT), ("end", _TEXT), ("generation", _JSON), ("showInput", _TEXT),
+              ("defaultOpen", _BOOL), ("autoCollapse", _BOOL), ("language", _TEXT), ("icon", _TEXT)],
+    "elements": [("id", _TEXT), ("threadId", _TEXT), ("type", _TEXT), ("chainlitKey", _TEXT), ("url", _TEXT),
+                 ("objectKey", _TEXT), ("name", _TEXT), ("display", _TEXT), ("size", _TEXT), ("language", _TEXT),
+                 ("page", _INT), ("props", _JSON), ("autoPlay", _BOOL), ("playerConfig", _JSON), ("forId", _TEXT),
+                 ("mime", _TEXT)],
+    "feedbacks": [("id", _TEXT), ("forId", _TEXT), ("threadId", _TEXT), ("value", _INT), ("comment", _TEXT)],
+}
+UNIQUE = {"users": ["identifier"]}
+INDEXES = [("steps", "threadId"), ("threads", "userId"), ("elements", "threadId"), ("feedbacks", "forId")]
+
+
+def database_url(settings) -> str:
+    """The SQLAlchemy URL of the history: PostgreSQL through asyncpg when set, else the SQLite file."""
+    if settings.database_url:
+        scheme, rest = settings.database_url.split("://", 1)
+        return f"postgresql+asyncpg://{rest}" if "+" not in scheme else settings.database_url
+    return f"sqlite+aiosqlite:///{settings.history_db.resolve()}"
+
+
+def where(settings) -> str:
+    """The database as a user would name it (no password)."""
+    if settings.database_url:
+        return "PostgreSQL at " + settings.database_url.split("@")[-1]
+    return str(settings.history_db)
+
+
+def schema(sqlite: bool) -> list[str]:
+    """CREATE statements for Chainlit's tables; safe to run at every start."""
+    statements = []
+    for table, columns in TABLES.items():
+        defs = [f'"{name}" {types[0] if sqlite else types[1]}' + (" PRIMARY KEY" if name == "id" else "")
+                for name, types in columns]
+        defs += [f'UNIQUE ("{name}")' for name in UNIQUE.get(table, [])]
+        statements.append(f'CREATE TABLE IF NOT EXISTS {table} ({", ".join(defs)})')
+    statements += [f'CREATE INDEX IF NOT EXISTS {table}_{column} ON {table} ("{column}")' for table, column in INDEXES]
+    return statements
+
+
+def open_engine(url: str):
+    """An async SQLAlchemy engine; a SQLite file gets WAL (readers never wait for the writer) and a 30 s lock wait."""
+    sqlite = url.startswith("sqlite")
+    engine = create_async_engine(url, connect_args={"timeout": 30} if sqlite else {})
+    if sqlite:
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(connection, _record) -> None:
+    cursor = connection.cursor()
+    for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000"):
+        cursor.execute(f"PRAGMA {pragma}")
+    cursor.close()
+
+
+async def create_tables(url: str, extra: list[str] = ()) -> None:
+    engine = open_engine(url)
+    try:
+        async with engine.begin() as connection:
+            for statement in [*schema(url.startswith("sqlite")), *extra]:
+                await connection.execute(text(statement))
+    finally:
+        await engine.dispose()
+
+
+def prepare(settings, extra: list[str] = ()) -> str:
+    """Make the database ready before the server starts (own thread: Chainlit may already run an event loop).
+
+    Exits with what went wrong and what to do when the database cannot be opened.
+    """
+    url, failure = database_url(settings), []
+    if not settings.database_url:
+        settings.history_db.parent.mkdir(parents=True, exist_ok=True)
+
+    def run():
+        try:
+            asyncio.run(create_tables(url, extra))
+        except Exception as error:  # any driver's error: reported as text below
+            failure.append(error)
+
+    worker = threading.Thread(target=run, name="history-prepare")
+    worker.start()
+    worker.join()
+    if failure:
+        print(f"ERNIE Chat cannot open its chat history ({where(settings)}): {_reason(failure[0])}. "
+              "Fix CHAT_DATABASE_URL or CHAT_HISTORY_DB (see README, 'History and sign-in'), or run without a history "
+              "with CHAT_HISTORY=false.", file=sys.stderr)
+        raise SystemExit(1)
+    return url
+
+
+def _reason(error: BaseException) -> str:
+    original = getattr(error, "orig", None) or error
+    return str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
+
+
+class HistoryLayer(SQLAlchemyDataLayer):
+    """Chainlit's layer, plus: SQLite-safe parameters, and a chat told once when its turns are not saved."""
+
+    def __init__(self, settings):
+        super().__init__(conninfo=database_url(settings), storage_provider=None)
+        self.sqlite = self._conninfo.startswith("sqlite")
+        self.engine = open_engine(self._conninfo)
+        self.async_session.configure(bind=self.engine)
+        self.where = where(settings)
+        self.last_error: BaseException | None = None
+        event.listen(self.engine.sync_engine, "handle_error", self._remember)
+
+    async def update_thread(self, thread_id: str, name=None, user_id=None, metadata=None, tags=None):
+        """Chainlit stores a closed chat's session as the thread's metadata; its turns are already the thread's
+        steps, so only the sidebar's values (and Chainlit's own keys) are kept."""
+        if metadata:
+            metadata = {key: value for key, value in metadata.items() if key not in IN_MEMORY_ONLY}
+        await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
+
+    def _remember(self, context) -> None:
+        self.last_error = context.original_exception
+
+    async def execute_sql(self, query: str, parameters: dict):
+        result = await super().execute_sql(query, {key: self._plain(key, value) for key, value in parameters.items()})
+        await (_tell_failing(self) if result is None else _tell_saving_again())
+        return result
+
+    def _plain(self, key: str, value):
+        """Lists go in as JSON where the column holds JSON (and everywhere on SQLite, which has no arrays)."""
+        if isinstance(value, (list, tuple)) and (self.sqlite or key == "modes"):
+            return json.dumps(value)
+        return value
+
+
+async def _tell_failing(layer: HistoryLayer) -> None:
+    session = _chat_session()
+    if session is None or session.get(STATE_KEY):
+        return
+    session[STATE_KEY] = True
+    reason = _reason(layer.last_error) if layer.last_error else "unknown error"
+    await _notice(f"⚠️ This chat is not being saved: the history database ({layer.where}) said “{reason}”. "
+                  "Free disk space or fix the database's permissions; the chat goes on meanwhile and saving "
+                  "resumes by itself.")
+
+
+async def _tell_saving_again() -> None:
+    session = _chat_session()
+    if session is not None and session.get(STATE_KEY):
+        session[STATE_KEY] = False
+        await _notice("✅ This chat is being saved again (turns from while it failed are missing from the history).")
+
+
+def _chat_session() -> dict | None:
+    """This chat's user session, or None outside a chat (sign-in, the history list)."""
+    from chainlit.context import context
+    from chainlit.user_session import user_sessions
+
+    try:
+        return user_sessions.setdefault(context.session.id, {})
+    except Exception:  # no chat context here
+        return None
+
+
+async def _notice(content: str) -> None:
+    import chainlit as cl
+
+    message = cl.Message(content=content, author="system")
+    message.persisted = True  # shown, never written: the database is what fails
+    await message.send()
+
+
+class ReplySaver:
+    """Writes a reply to the history while it streams, marked as cut off until the finished reply replaces it."""
+
+    def __init__(self, reply, layer):
+        self.reply, self.layer = reply, layer
+        self.saved_at = time.monotonic()
+        self.task: asyncio.Task | None = None
+
+    def shown(self, content: str, meta: dict) -> None:
+        """The user now sees `content`; write it if the last write is done and old enough."""
+        if self.layer is None or (self.task and not self.task.done()):
+            return
+        if time.monotonic() - self.saved_at < SAVE_EVERY_S:
+            return
+        self.saved_at = time.monotonic()
+        step = self.reply.to_dict()
+        step.update(output=f"{content}\n\n{CUT_OFF_NOTE}", streaming=False,
+                    metadata={**meta, "answer": content, "cut_off": True})
+        self.task = asyncio.create_task(self.layer.create_step(step))
+
+    async def settle(self) -> None:
+        """Wait for a write in flight, so it cannot land after (and over) the finished reply."""
+        if self.task is not None:
+            await asyncio.gather(self.task, return_exceptions=True)
+
+
+async def save_settings(layer, values: dict) -> None:
+    """Keep a chat's sidebar with it now, not only when its tab closes (a killed server never closes it)."""
+    from chainlit.context import context
+
+    if layer is not None and context.session.has_first_interaction:
+        await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
+
+
+def turns_from(thread: dict) -> list[dict]:
+    """The prompt's turns from a stored thread: each answered user message and its reply's plain text."""
+    steps = thread.get("steps") or []
+    asked = {step["id"]: step for step in steps if step.get("type") == "user_message"}
+    turns = []
+    for step in steps:
+        meta = step.get("metadata") or {}
+        if isinstance(meta, str):
+            meta = json.loads(meta or "{}")
+        question = asked.get(meta.get("for", ""))
+        if step.get("type") == "assistant_message" and "answer" in meta and question is not None:
+            turns += [{"id": question["id"], "role": "user", "content": question.get("output") or ""},
+                      {"role": "assistant", "content": meta["answer"]}]
+    return turns
+
+
+def install(settings, extra: list[str] = ()) -> HistoryLayer | None:
+    """Chainlit's data layer on the chosen database (tables made first); None when the history is off."""
+    import chainlit as cl
+    from chainlit.config import config
+
+    if not settings.history:
+        return None
+    prepare(settings, extra)
+    layer = HistoryLayer(settings)
+    cl.data_layer(lambda: layer)
+    # Chats are in the database: a closed tab's session need not stay in memory for Chainlit's default hour.
+    config.project.session_timeout = min(config.project.session_timeout, SESSION_KEPT_S)
+    return layer

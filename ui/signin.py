@@ -1,0 +1,88 @@
+"""Who is chatting, so each history belongs to someone: Chainlit's own sign-in, chosen by where the server listens.
+
+On loopback nobody is asked: Chainlit's header sign-in gives every visitor the one local user ("local"), who
+owns the history. On any other address Chainlit's password sign-in is required: passwords are checked against
+scrypt hashes in the `chat_logins` table beside the history (Chainlit's users table keeps no passwords), added
+with `python scripts/add_user.py NAME`. Sign-in tokens are signed with CHAINLIT_AUTH_SECRET: on loopback one is
+made once and kept in the data folder; elsewhere it must be set, so a restart does not sign everyone out and
+the secret is a decision, not an accident.
+"""
+
+import asyncio
+import hashlib
+import hmac
+import os
+import secrets
+import sys
+from pathlib import Path
+
+LOCAL_USER = "local"
+SECRET_HOWTO = "Make one with `chainlit create-secret` and put the CHAINLIT_AUTH_SECRET line it prints in .env."
+LOGINS_TABLE = 'CREATE TABLE IF NOT EXISTS chat_logins ("identifier" TEXT PRIMARY KEY, "hash" TEXT NOT NULL)'
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1}  # about 50 ms and 16 MiB per check: slow for guessing, fine for a sign-in
+
+
+def hash_password(password: str) -> str:
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, **_SCRYPT)
+    return f"scrypt${salt.hex()}${digest.hex()}"
+
+
+def password_matches(password: str, stored: str) -> bool:
+    try:
+        kind, salt, digest = stored.split("$")
+        candidate = hashlib.scrypt(password.encode(), salt=bytes.fromhex(salt), **_SCRYPT)
+    except ValueError:  # not a hash this module wrote
+        return False
+    return kind == "scrypt" and hmac.compare_digest(candidate.hex(), digest)
+
+
+def ensure_secret(loopback: bool, data_dir: Path) -> None:
+    """CHAINLIT_AUTH_SECRET for the sign-in tokens: kept in the data folder on loopback, required elsewhere."""
+    if os.environ.get("CHAINLIT_AUTH_SECRET"):
+        return
+    if not loopback:
+        print("ERNIE Chat cannot start: it listens beyond this machine, so everyone must sign in, and the sign-in "
+              f"needs a secret to sign its tokens. {SECRET_HOWTO} Then add users with "
+              "`python scripts/add_user.py NAME`.", file=sys.stderr)
+        raise SystemExit(1)
+    path = data_dir / "auth-secret"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as file:
+            file.write(secrets.token_urlsafe(48))
+    os.environ["CHAINLIT_AUTH_SECRET"] = path.read_text().strip()
+
+
+def install(loopback: bool, layer, data_dir: Path) -> None:
+    """The sign-in that fits: the local user on loopback, passwords elsewhere; none without a history."""
+    import chainlit as cl
+    from chainlit.config import config
+
+    if layer is None:
+        if not loopback:
+            print("ERNIE Chat cannot start: it listens beyond this machine, so everyone must sign in, and the "
+                  "sign-in keeps its users in the history database, which CHAT_HISTORY=false turns off. Remove "
+                  "CHAT_HISTORY=false (or listen on 127.0.0.1 only).", file=sys.stderr)
+            raise SystemExit(1)
+        return
+    ensure_secret(loopback, data_dir)
+
+    if loopback:
+        config.code.password_auth_callback = None
+
+        @cl.header_auth_callback
+        async def local_user(headers):
+            return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})
+        return
+
+    config.code.header_auth_callback = None
+
+    @cl.password_auth_callback
+    async def check_password(username: str, password: str):
+        rows = await layer.execute_sql('SELECT "hash" FROM chat_logins WHERE "identifier" = :name',
+                                       {"name": username})
+        if rows and await asyncio.to_thread(password_matches, password, rows[0]["hash"]):
+            return cl.User(identifier=username, metadata={"provider": "password"})
+        return None
