@@ -1,9 +1,11 @@
 """Many users, faults and bad input against the real server and engine: nothing crashes, nothing is lost."""
 
 import asyncio
+import json
 import os
 import re
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -116,8 +118,25 @@ async def test_thirty_two_users_chat_at_once_and_nothing_is_lost_or_mixed(app_se
         print(f"\n32 users x 3 turns: {32 * 3 * 64 / wall:.0f} tok/s, p95 TTFT "
               f"{statistics.quantiles(ttfts, n=20)[-1]:.0f} ms, {queued} sessions saw the queue notice")
         assert queued > 0, "users beyond the engine's slots are told they wait"
+        await asyncio.sleep(2)  # Chainlit writes the finished replies in tasks of their own
+        for i, chat in enumerate(clients):  # every turn is in the history, as it was shown
+            stored = stored_turns(app_server, chat.thread_id)
+            shown = [m.content for m in chat.replies("ERNIE Chat")]
+            assert stored == [(f"user {i} turn {t}", shown[t]) for t in range(3)], f"user {i}'s history"
+        assert "database is locked" not in app_server.log_path.read_text()
     finally:
         await asyncio.gather(*(c.close() for c in clients))
+
+
+def stored_turns(server, thread_id: str) -> list[tuple[str, str]]:
+    """(question, reply as shown) for each answered question of a thread, read from the server's SQLite file."""
+    with sqlite3.connect(server.env["CHAT_HISTORY_DB"]) as db:
+        steps = db.execute('SELECT id, type, output, metadata FROM steps WHERE "threadId" = ? '
+                           'AND type IN (\'user_message\', \'assistant_message\') ORDER BY "createdAt"',
+                           (thread_id,)).fetchall()
+    questions = {id: output for id, type, output, _ in steps if type == "user_message"}
+    return [(questions[json.loads(meta)["for"]], output) for _, type, output, meta in steps
+            if type == "assistant_message" and "for" in json.loads(meta or "{}")]
 
 
 async def test_engine_killed_mid_reply_tells_the_user_and_comes_back(client, app_server):

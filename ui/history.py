@@ -21,7 +21,8 @@ SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this o
 CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
 STATE_KEY = "history_failing"  # per chat: whether it was told that saving fails
-IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY}  # the app's session keys never stored
+SAVED_KEY = "history_saved_settings"  # per chat: the sidebar values last stored
+IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY, SAVED_KEY}  # the app's session keys never stored
 
 # Chainlit's tables, one column list for both databases: (name, SQLite type, PostgreSQL type).
 _TEXT, _JSON, _BOOL, _INT, _LIST = ("TEXT", "TEXT"), ("TEXT", "JSONB"), ("INTEGER", "BOOLEAN"), ("INTEGER", "INTEGER"), \
@@ -215,6 +216,9 @@ class ReplySaver:
         if time.monotonic() - self.saved_at < SAVE_EVERY_S:
             return
         self.saved_at = time.monotonic()
+        if not self.reply.created_at:  # stamped now, as send() would: the history is ordered by it
+            from chainlit.utils import utc_now
+            self.reply.created_at = utc_now()
         step = self.reply.to_dict()
         step.update(output=f"{content}\n\n{CUT_OFF_NOTE}", streaming=False,
                     metadata={**meta, "answer": content, "cut_off": True})
@@ -226,12 +230,17 @@ class ReplySaver:
             await asyncio.gather(self.task, return_exceptions=True)
 
 
-async def save_settings(layer, values: dict) -> None:
-    """Keep a chat's sidebar with it now, not only when its tab closes (a killed server never closes it)."""
+async def keep_settings(layer) -> None:
+    """Store the chat's sidebar with it when it changed, as soon as the chat is in the history (a killed server
+    never gets to store it at the tab's close, as Chainlit does)."""
+    import chainlit as cl
     from chainlit.context import context
 
-    if layer is not None and context.session.has_first_interaction:
-        await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
+    values = dict(context.session.chat_settings or {})
+    if layer is None or not context.session.has_first_interaction or cl.user_session.get(SAVED_KEY) == values:
+        return
+    cl.user_session.set(SAVED_KEY, values)
+    await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
 
 
 def turns_from(thread: dict) -> list[dict]:

@@ -1,0 +1,204 @@
+"""Chats that survive a restart, a killed server and a full disk; PostgreSQL shared by two app processes;
+sign-in off loopback. Real servers, a real SQLite file and a real PostgreSQL, the socket.io client as the browser."""
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+
+import httpx
+import pytest
+import socketio
+
+from chat_client import ChatClient, SignInRefused
+from conftest import APP_PRESET
+from postgres import PostgresServer, postgres_bin
+from server import ROOT, ChainlitServer
+from test_app import stats_of
+
+CUT_OFF = "*Cut off: the server stopped while this reply was being written.*"
+SECRET = {"CHAINLIT_AUTH_SECRET": "a-test-secret-for-the-sign-in-tokens-" + "s" * 20}
+
+
+def step_texts(thread: dict) -> list[tuple[str, str]]:
+    """(type, text) of the user's messages and the replies in a stored thread, in order."""
+    return [(step["type"], step["output"]) for step in thread["steps"]
+            if step["type"] == "user_message" or step.get("name") == "ERNIE Chat"]
+
+
+async def listed_threads(url: str, token_client: ChatClient) -> list[str]:
+    """The names the history sidebar lists for the signed-in user (Chainlit's own endpoint)."""
+    token = await token_client.sign_in()
+    async with httpx.AsyncClient(base_url=url, cookies={"access_token": token}, timeout=120) as http:
+        response = await http.post("/project/threads", json={"pagination": {"first": 20}, "filter": {}})
+    assert response.status_code == 200, response.text
+    return [thread["name"] for thread in response.json()["data"]]
+
+
+async def test_a_chat_survives_a_restart_and_a_reply_cut_by_kill_9_keeps_what_was_shown(engine_env, tmp_path):
+    env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(tmp_path / "chats.db")}
+    first = ChainlitServer(env, tmp_path / "first.log").start()
+    try:
+        chat = await ChatClient(first.url).connect()
+        await chat.change_settings({"max_tokens": 24, "temperature": 0.3})
+        one = await chat.ask("What is a cache?")
+        two = await chat.ask("And a prefix cache?")
+        long = await ChatClient(first.url).connect()
+        await long.change_settings({"max_tokens": 8192})
+        await long.send("Tell me everything you know.")
+        while not [m for m in long.replies("ERNIE Chat") if m.tokens]:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(3)  # several of the reply's saves (one a second)
+        seen_at_kill = long.replies("ERNIE Chat")[-1].content
+        assert "reply tokens" not in seen_at_kill, "the long reply must still run when the server is killed"
+        os.killpg(first.proc.pid, signal.SIGKILL)
+    finally:
+        first.stop()
+    with sqlite3.connect(tmp_path / "chats.db") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+    second = ChainlitServer(env, tmp_path / "second.log").start()
+    try:
+        resumed = await ChatClient(second.url, thread_id=chat.thread_id).connect()
+        assert step_texts(resumed.resumed) == [("user_message", "What is a cache?"), ("assistant_message", one.content),
+                                               ("user_message", "And a prefix cache?"),
+                                               ("assistant_message", two.content)]
+        widgets = {w["id"]: w["initial"] for w in resumed.settings_widgets}
+        assert widgets["max_tokens"] == 24 and widgets["temperature"] == 0.3, "the chat's sidebar comes back"
+        three = await resumed.ask("Go on")
+        assert stats_of(three.content)["reply"] == 24
+        earlier = stats_of(two.content)
+        assert stats_of(three.content)["prompt"] > earlier["prompt"] + earlier["reply"], "the old turns are in the prompt"
+        await resumed.close()
+        # reopened again on this server: the old turns are still in the prefix cache
+        again = await ChatClient(second.url, thread_id=chat.thread_id).connect()
+        four = await again.ask("Once more")
+        assert stats_of(four.content)["cached"] >= stats_of(three.content)["prompt"] // 2
+
+        cut = await ChatClient(second.url, thread_id=long.thread_id).connect()
+        (asked, question), (replied, stored) = step_texts(cut.resumed)
+        assert (asked, question) == ("user_message", "Tell me everything you know.")
+        assert stored.endswith(CUT_OFF), "a reply cut by the crash says so"
+        kept = stored.removesuffix(CUT_OFF).rstrip()
+        assert len(kept) > 20 and (seen_at_kill.startswith(kept) or kept.startswith(seen_at_kill.rstrip())), \
+            "it keeps what was streamed to the user (saved once a second)"
+        await cut.change_settings({"max_tokens": 16})
+        assert stats_of((await cut.ask("Continue")).content)["reply"] == 16, "and the chat goes on"
+        assert set(await listed_threads(second.url, cut)) >= {"What is a cache?", "Tell me everything you know."}
+        for client in (again, cut):
+            await client.close()
+    finally:
+        assert second.stop() == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB file system for the history, to fill up; skipped where mounting is not allowed."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {mounted.stderr.decode().strip()}")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk) -> None:
+    with open(disk / "filler", "wb") as filler:
+        with contextlib.suppress(OSError):
+            while True:
+                filler.write(b"\0" * 65536)
+                filler.flush()
+
+
+async def test_a_full_disk_is_said_once_and_the_chat_goes_on(engine_env, small_disk, tmp_path):
+    server = ChainlitServer({**engine_env, "CHAT_HISTORY_DB": str(small_disk / "chats.db")}, tmp_path / "log").start()
+    try:
+        chat = await ChatClient(server.url).connect()
+        await chat.change_settings({"max_tokens": 256})
+        await chat.ask("Saved")
+        fill(small_disk)
+        replies = [await chat.ask(f"Not saved {i}") for i in range(3)]
+        assert all(stats_of(reply.content)["reply"] == 256 for reply in replies), "the chat goes on"
+        assert chat.all_text().count("This chat is not being saved") == 1, "said once, not per message"
+        assert "No space left" in chat.all_text() or "full" in chat.all_text(), "with the reason"
+        (small_disk / "filler").unlink()
+        await chat.ask("Saved again")
+        await asyncio.sleep(1)
+        assert "being saved again" in chat.all_text()
+        await chat.close()
+    finally:
+        assert server.stop() == 0
+
+
+def add_user(env: dict, name: str, password: str) -> str:
+    done = subprocess.run([sys.executable, "scripts/add_user.py", name, "--password-stdin"], cwd=ROOT,
+                          input=password + "\n", env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(postgres_bin() is None, reason="needs Debian's postgresql (scripts/setup.sh --dev installs it)")
+async def test_two_app_processes_share_a_postgresql_history_and_each_user_sees_only_their_own(engine_env, tmp_path):
+    database = PostgresServer().start()
+    env = {**engine_env, "CHAT_DATABASE_URL": database.url, "CHAT_API": "false"}
+    servers = []
+    try:
+        refused = ChainlitServer(env, tmp_path / "no-secret.log", host="0.0.0.0")
+        with pytest.raises(RuntimeError, match="chainlit exited with 1"):
+            refused.start()
+        assert "CHAINLIT_AUTH_SECRET" in (tmp_path / "no-secret.log").read_text()
+
+        assert "can sign in now" in add_user(env, "alice", "alice-password")
+        add_user(env, "bob", "bob-password")
+        assert "alice-password" not in database.query("SELECT hash FROM chat_logins"), "only hashes are stored"
+        servers = [ChainlitServer({**env, **SECRET}, tmp_path / f"{name}.log", host="0.0.0.0").start()
+                   for name in ("one", "two")]
+        one, two = (server.url for server in servers)
+
+        with pytest.raises(SignInRefused):
+            await ChatClient(one, "alice", "wrong-password").connect()
+        with pytest.raises(socketio.exceptions.ConnectionError):  # off loopback nobody chats unsigned
+            await ChatClient(one).connect()
+
+        alice = await ChatClient(one, "alice", "alice-password").connect()
+        await alice.change_settings({"max_tokens": 16})
+        reply = await alice.ask("Hello from alice")
+        await asyncio.sleep(1)
+        on_two = await ChatClient(two, "alice", "alice-password", thread_id=alice.thread_id).connect()
+        assert step_texts(on_two.resumed) == [("user_message", "Hello from alice"), ("assistant_message", reply.content)]
+        assert await listed_threads(two, on_two) == ["Hello from alice"]
+
+        bob = ChatClient(two, "bob", "bob-password")
+        assert await listed_threads(two, bob) == [], "bob's history does not list alice's chat"
+        token = await bob.sign_in()
+        async with httpx.AsyncClient(base_url=two, cookies={"access_token": token}, timeout=60) as http:
+            asked = await http.get(f"/project/thread/{alice.thread_id}")
+        assert asked.status_code in (401, 403, 404), "asking for alice's thread by id is refused"
+        with pytest.raises(socketio.exceptions.ConnectionError):
+            await ChatClient(two, "bob", "bob-password", thread_id=alice.thread_id).connect()
+        for client in (alice, on_two):
+            await client.close()
+        stored = database.query('SELECT count(*) FROM steps WHERE type = \'user_message\'').strip()
+        assert stored == "1"
+    finally:
+        for server in servers:
+            server.stop()
+        database.stop()
+
+
+async def test_history_off_keeps_chats_in_memory_and_asks_nobody_to_sign_in(engine_env, tmp_path):
+    env = {**engine_env, "CHAT_HISTORY": "false", "CHAT_HISTORY_DB": str(tmp_path / "none.db")}
+    server = ChainlitServer(env, tmp_path / "log").start()
+    try:
+        chat = await ChatClient(server.url).connect()
+        assert await chat.sign_in() is None, "no sign-in without a history"
+        await chat.close()
+        assert not (tmp_path / "none.db").exists()
+    finally:
+        assert server.stop() == 0
