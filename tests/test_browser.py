@@ -87,6 +87,20 @@ def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser,
     picture = Path(os.environ.get("CHAT_SCREENSHOT") or tmp_path / "chat.png")
     assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
 
+    # a new page lists the chat in the history sidebar; opening it shows it as it was
+    shown = browser.find_element(By.TAG_NAME, "body").text
+    browser.get(app_server.url)
+    entry = (By.XPATH, "//*[@id='thread-history']//a[contains(., 'Hello from the browser')]")
+    wait.until(ready.element_to_be_clickable(entry)).click()
+    wait.until(lambda d: "/thread/" in d.current_url and "tok/s" in d.find_element(By.TAG_NAME, "body").text)
+    reopened = browser.find_element(By.TAG_NAME, "body").text
+    assert "Hello from the browser! 你好" in reopened
+    cost = [line for line in shown.splitlines() if "reply tokens" in line][-1]
+    assert cost in reopened, "the reply comes back with its cost line"
+    history = Path(os.environ.get("CHAT_SCREENSHOT_HISTORY") or tmp_path / "history.png")
+    assert browser.save_screenshot(str(history)) and history.stat().st_size > 10_000
+    print(f"\nscreenshots: {picture} {history}")
+
 
 def test_the_browser_has_fonts_for_chinese_and_emoji():
     # Without them the pictures show boxes where users see text (scripts/setup.sh --dev installs them).

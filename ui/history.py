@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
 CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
-STATE_KEY = "history_failing"  # per chat: whether it was told that saving fails
+STATE_KEY = "history_failing"  # per chat: whether it was told that saving failed
 SAVED_KEY = "history_saved_settings"  # per chat: the sidebar values last stored
 IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY, SAVED_KEY}  # the app's session keys never stored
 
@@ -154,7 +154,8 @@ class HistoryLayer(SQLAlchemyDataLayer):
 
     async def execute_sql(self, query: str, parameters: dict):
         result = await super().execute_sql(query, {key: self._plain(key, value) for key, value in parameters.items()})
-        await (_tell_failing(self) if result is None else _tell_saving_again())
+        if result is None:  # Chainlit's layer logged the error and went on: tell the chat too
+            await _tell_failing(self)
         return result
 
     def _plain(self, key: str, value):
@@ -165,21 +166,15 @@ class HistoryLayer(SQLAlchemyDataLayer):
 
 
 async def _tell_failing(layer: HistoryLayer) -> None:
+    """Once per chat: a disk that is full (or read-only) fails some writes and not others, so no "saved again"."""
     session = _chat_session()
     if session is None or session.get(STATE_KEY):
         return
     session[STATE_KEY] = True
     reason = _reason(layer.last_error) if layer.last_error else "unknown error"
-    await _notice(f"⚠️ This chat is not being saved: the history database ({layer.where}) said “{reason}”. "
-                  "Free disk space or fix the database's permissions; the chat goes on meanwhile and saving "
-                  "resumes by itself.")
-
-
-async def _tell_saving_again() -> None:
-    session = _chat_session()
-    if session is not None and session.get(STATE_KEY):
-        session[STATE_KEY] = False
-        await _notice("✅ This chat is being saved again (turns from while it failed are missing from the history).")
+    await _notice(f"⚠️ This chat could not be saved: the history database ({layer.where}) said “{reason}”. "
+                  "The chat goes on; turns written while this lasts are missing from the history. Free disk space "
+                  "or fix the database's permissions, and saving resumes by itself.")
 
 
 def _chat_session() -> dict | None:
