@@ -91,8 +91,9 @@ def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser,
     shown = browser.find_element(By.TAG_NAME, "body").text
     browser.get(app_server.url)
     entry = (By.XPATH, "//*[@id='thread-history']//a[contains(., 'Hello from the browser')]")
-    wait.until(ready.element_to_be_clickable(entry)).click()
-    wait.until(lambda d: "/thread/" in d.current_url and "tok/s" in d.find_element(By.TAG_NAME, "body").text)
+    wait.until(ready.element_to_be_clickable(entry), "the chat is not listed in the history sidebar").click()
+    wait.until(lambda d: "/thread/" in d.current_url and "tok/s" in d.find_element(By.TAG_NAME, "body").text,
+               "the chat reopened from the history does not show its reply")
     reopened = browser.find_element(By.TAG_NAME, "body").text
     assert "Hello from the browser! 你好" in reopened
     cost = [line for line in shown.splitlines() if "reply tokens" in line][-1]
