@@ -14,9 +14,13 @@ from chainlit.emitter import BaseChainlitEmitter
 from engine.errors import ContextTooLongError
 from engine.records import Stats, Status
 
-os.environ["CHAT_HISTORY"] = "false"  # no database here: the history is tested on the real server (test_history.py)
+# No database here (the history is tested on the real server, test_history.py); set for this import only, as
+# the servers other test files start inherit this process's environment.
+os.environ["CHAT_HISTORY"] = "false"
 sys.modules.setdefault("ernie_chat_port_check", type(sys)("ernie_chat_port_check")).checked = True
 import app  # noqa: E402  (after marking the port as checked: no server binds in these tests)
+
+del os.environ["CHAT_HISTORY"]
 
 
 class Recorder(BaseChainlitEmitter):
