@@ -4,8 +4,9 @@
     python scripts/soak.py --url http://127.0.0.1:7860 --minutes 30 # against a running app
 
 Prints one JSON summary: replies, stops, errors, tokens/s, p95 time to first token,
-and (for a server it started) the server's memory at the start and the end. Exits 1
-if a reply was lost (no answer within the timeout) or an unexpected error was shown.
+connections the server refused (counted, not fatal), and (for a server it started) the memory of the Chainlit
+process and of the whole server, every minute. Exits 1 if a reply was lost (no answer within the timeout) or an
+unexpected error was shown.
 """
 
 import argparse
@@ -15,6 +16,7 @@ import random
 import re
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,14 +33,20 @@ STATS = re.compile(r"first token (\d+) ms.*?(\d+) prompt \+ (\d+) reply tokens")
 
 class Tally:
     def __init__(self):
-        self.replies = self.stops = self.tokens = self.lost = 0
+        self.replies = self.stops = self.tokens = self.lost = self.refused = 0
         self.ttfts: list[int] = []
         self.errors: list[str] = []
 
 
 async def user(url: str, deadline: float, tally: Tally, rng: random.Random) -> None:
     while time.monotonic() < deadline:
-        chat = await ChatClient(url).connect()
+        try:
+            chat = await ChatClient(url).connect()
+        except Exception as error:  # counted: a soak reports a refused connection, it does not die of it
+            tally.refused += 1
+            tally.errors.append(f"connection refused: {error!r}"[:200])
+            await asyncio.sleep(1)
+            continue
         try:
             for _ in range(rng.randint(2, 6)):  # one conversation, then a new chat
                 if time.monotonic() > deadline:
@@ -74,11 +82,19 @@ async def one_turn(chat: ChatClient, tally: Tally, rng: random.Random) -> None:
             tally.errors.append(message.content[:200])
 
 
-def memory_mib(server: ChainlitServer | None) -> float | None:
+def memory_mib(server: ChainlitServer | None) -> tuple[float, float] | None:
+    """(the Chainlit process, the whole server with its engine processes) resident memory in MiB."""
     if server is None:
         return None
     root = psutil.Process(server.proc.pid)
-    return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 2**20
+    app = root.memory_info().rss / 2**20
+    return round(app), round(app + sum(p.memory_info().rss for p in root.children(recursive=True)) / 2**20)
+
+
+async def sample_memory(server, trace: list, every_s: float = 60) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        trace.append(memory_mib(server))
 
 
 async def main() -> int:
@@ -92,18 +108,23 @@ async def main() -> int:
     args = parser.parse_args()
     server = None
     if not args.url:
-        server = ChainlitServer({"CHAT_MODEL": args.model, "CHAT_PRESET": args.preset}, Path("soak-server.log")).start()
+        env = {"CHAT_MODEL": args.model, "CHAT_PRESET": args.preset,
+               "CHAT_HISTORY_DB": str(Path(tempfile.mkdtemp(prefix="soak-")) / "chats.db")}
+        server = ChainlitServer(env, Path("soak-server.log")).start()
         warm = await ChatClient(server.url).connect()
         await warm.ask("start", timeout=600)
         await warm.close()
     url = args.url or server.url
     tally, rng, began = Tally(), random.Random(args.seed), time.monotonic()
-    memory_before = memory_mib(server)
+    memory_trace = [memory_mib(server)]
+    sampler = asyncio.create_task(sample_memory(server, memory_trace)) if server else None
     try:
         await asyncio.gather(*(user(url, began + args.minutes * 60, tally, random.Random(rng.random()))
                                for _ in range(args.sessions)))
-        memory_after = memory_mib(server)
+        memory_trace.append(memory_mib(server))
     finally:
+        if sampler:
+            sampler.cancel()
         if server:
             server.stop()
     wall = time.monotonic() - began
@@ -111,7 +132,8 @@ async def main() -> int:
                "stops": tally.stops, "lost": tally.lost, "unexpected_errors": tally.errors[:5],
                "tokens_per_s": round(tally.tokens / wall, 1),
                "ttft_p95_ms": statistics.quantiles(tally.ttfts, n=20)[-1] if len(tally.ttfts) > 1 else None,
-               "server_mib_start": memory_before, "server_mib_end": memory_after}
+               "refused_connections": tally.refused,
+               "memory_mib_app_and_total_each_minute": memory_trace}
     print(json.dumps(summary, indent=1))
     return 1 if tally.lost or tally.errors else 0
 
