@@ -115,6 +115,25 @@ async def test_a_reply_shows_its_text_and_cost_and_joins_the_history(chat):
                              {"role": "user", "content": "Again"}]
 
 
+async def test_a_reopened_chat_gets_its_turns_and_sidebar_back_on_the_running_preset(chat):
+    shown, fake = chat
+    app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": 24, "preset": "4gb"}
+    thread = {"steps": [  # as Chainlit's data layer returns them (SQLite gives the metadata as text)
+        {"id": "q1", "type": "user_message", "output": "Hi", "metadata": {}},
+        {"id": "r1", "type": "assistant_message", "name": "ERNIE Chat", "output": "Hello\n\n*`first token ...`*",
+         "metadata": '{"for": "q1", "answer": "Hello"}'},
+        {"id": "n1", "type": "assistant_message", "name": "system", "output": "✅ Ready", "metadata": {}},
+        {"id": "q2", "type": "user_message", "output": "never answered", "metadata": {}}]}
+    await app.resume_chat(thread)
+    prefs = app.cl.user_session.get("prefs")
+    assert (prefs.sampling.temperature, prefs.sampling.max_tokens, prefs.preset) == (0.3, 24, "cpu"), \
+        "the chat's own sampling, on the preset that runs (reopening restarts nothing)"
+    await app.on_message(user("Next"))
+    assert fake.seen[-1] == [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+                             {"role": "user", "content": "Next"}]
+    assert fake.switched == []
+
+
 async def test_stop_keeps_the_partial_reply_in_the_chat_and_the_history(chat):
     shown, fake = chat
     fake.block.clear()
