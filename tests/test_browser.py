@@ -103,6 +103,19 @@ def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser,
     print(f"\nscreenshots: {picture} {history}")
 
 
+def test_the_status_chip_answers_without_pressing_send(app_server, browser):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException])
+    browser.get(app_server.url)
+    wait.until(ready.element_to_be_clickable((By.ID, "command-Status")), "no Status chip").click()
+    wait.until(lambda d: "Requests running / queued" in d.find_element(By.TAG_NAME, "body").text,
+               "one click on Status must show the status table, without Send")
+
+
 def test_the_browser_has_fonts_for_chinese_and_emoji():
     # Without them the pictures show boxes where users see text (scripts/setup.sh --dev installs them).
     families = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True).stdout
