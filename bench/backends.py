@@ -320,5 +320,7 @@ async def _server(config: dict):
         remote = await asyncio.to_thread(VllmServer(config["model"], folder / "serve.log",
                                                     engine_args=engine_args).start)
         env = {"CHAT_ENGINE_URL": remote.url}
+    if config.get("history") is False:  # the chat path without writing its turns to the database
+        env["CHAT_HISTORY"] = "false"
     server = await asyncio.to_thread(ChainlitServer(env, folder / "chainlit.log").start)
     return server, AutoTokenizer.from_pretrained(config["model"]), remote
