@@ -32,7 +32,7 @@ GPU_CONFIGS = [
     {"kind": "ours", "preset": "8gb"},
     {"kind": "raw", "preset": "4gb"},
     {"kind": "app", "preset": "4gb", "name": "app path:4gb"},
-    {"kind": "app", "preset": "4gb", "name": "app path:4gb, no history", "history": False},
+    {"kind": "app", "preset": "4gb", "name": "app path:4gb no history", "history": False},
     {"kind": "api", "preset": "4gb", "name": "api path:4gb"},
     {"kind": "app", "preset": "4gb", "name": "app path:4gb via vllm serve", "remote": True},
     {"kind": "ours", "preset": "custom", "name": "4gb 16 seqs 1 GiB KV",
@@ -55,7 +55,7 @@ CPU_CONFIGS = [
     {"kind": "ours", "preset": "cpu", "name": "ours:cpu", "switch_to": "cpu"},
     {"kind": "raw", "preset": "cpu"},
     {"kind": "app", "preset": "cpu", "name": "app path:cpu"},
-    {"kind": "app", "preset": "cpu", "name": "app path:cpu, no history", "history": False},
+    {"kind": "app", "preset": "cpu", "name": "app path:cpu no history", "history": False},
     {"kind": "api", "preset": "cpu", "name": "api path:cpu"},
     {"kind": "hf", "name": "transformers generate"},
 ]

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
 CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
+KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
 STATE_KEY = "history_failing"  # per chat: whether it was told that saving failed
 SAVED_KEY = "history_saved_settings"  # per chat: the sidebar values last stored
 IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY, SAVED_KEY}  # the app's session keys never stored
@@ -140,14 +141,32 @@ class HistoryLayer(SQLAlchemyDataLayer):
         self.async_session.configure(bind=self.engine)
         self.where = where(settings)
         self.last_error: BaseException | None = None
+        self.known: dict[str, None] = {}  # threads this process wrote, oldest first
         event.listen(self.engine.sync_engine, "handle_error", self._remember)
 
     async def update_thread(self, thread_id: str, name=None, user_id=None, metadata=None, tags=None):
         """Chainlit stores a closed chat's session as the thread's metadata; its turns are already the thread's
-        steps, so only the sidebar's values (and Chainlit's own keys) are kept."""
+        steps, so only the sidebar's values (and Chainlit's own keys) are kept. Chainlit also calls this before
+        every step to make sure the thread exists: a thread this process wrote is not looked up again."""
+        if name is None and user_id is None and metadata is None and tags is None and thread_id in self.known:
+            return
         if metadata:
             metadata = {key: value for key, value in metadata.items() if key not in IN_MEMORY_ONLY}
         await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
+        self.known[thread_id] = None
+        if len(self.known) > KNOWN_THREADS:
+            self.known.pop(next(iter(self.known)))
+
+    async def delete_thread(self, thread_id: str):
+        self.known.pop(thread_id, None)
+        await super().delete_thread(thread_id)
+
+    async def create_step(self, step_dict):
+        """Steps of type "run" are Chainlit's record of a hook running (hidden in this chat): not stored, and
+        messages are stored at the top level, as the chat shows them. A turn then costs 4 queries, not 10."""
+        if step_dict.get("type") == "run":
+            return
+        await super().create_step({**step_dict, "parentId": None})
 
     def _remember(self, context) -> None:
         self.last_error = context.original_exception
