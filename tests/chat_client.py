@@ -78,8 +78,10 @@ class ChatClient:
         headers = {"Cookie": f"access_token={token}"} if token else {}
         auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": self.thread_id,
                 "userEnv": "{}", "chatProfile": ""}
+        # wait_timeout: python-socketio gives the server 1 s to accept the connection by default, and then fails
+        # with "Unexpected connection error"; a server busy with many chats (sign-in, its database) can take longer
         await self.sio.connect(self.url, headers=headers, socketio_path="/ws/socket.io", auth=auth,
-                               transports=["websocket"])
+                               transports=["websocket"], wait_timeout=60)
         await self.sio.emit("connection_successful")
         await asyncio.wait_for(self._ready.wait(), timeout)
         if self.thread_id:
