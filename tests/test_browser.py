@@ -50,7 +50,7 @@ def cost_line_style(browser):
 
 
 def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser, tmp_path):
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
@@ -62,13 +62,13 @@ def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser,
     wait.until(ready.element_to_be_clickable((By.ID, "chat-input")))
     assert "ERNIE Chat" in browser.title or "ERNIE" in browser.page_source
 
-    def send(driver) -> bool:  # the input is re-rendered while the engine starts: find it again if it went
+    def send(driver) -> bool:  # the input is re-rendered after sign-in and while the engine starts: find it again
         try:
             box = driver.find_element(By.ID, "chat-input")
             box.send_keys("Hello from the browser! 你好")  # ChromeDriver types only BMP characters
             box.send_keys(Keys.ENTER)
             return True
-        except StaleElementReferenceException:
+        except (StaleElementReferenceException, ElementNotInteractableException):
             return False
 
     wait.until(send)
