@@ -119,6 +119,7 @@ async def reply_to(turns: list[dict], message: cl.Message) -> None:
     if engine.saturated():
         queued = cl.Message(content="⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",
                             author="system")
+        history.transient(queued, chat_history)
         await queued.send()
     try:
         async for item in engine.stream(prompt, prefs.sampling, prefs.system_prompt, request_id):
