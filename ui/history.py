@@ -12,6 +12,7 @@ import json
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from chainlit.logger import logger
@@ -143,6 +144,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
         if self.sqlite:
             self.sqlite_engine = create_engine(self._conninfo.replace("+aiosqlite", ""), connect_args={"timeout": 30})
             event.listen(self.sqlite_engine, "connect", _sqlite_pragmas)
+            self.sqlite_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history")
         self.where = where(settings)
         self.known: dict[str, None] = {}  # threads this process wrote, oldest first
         self.unstored: set[str] = set()  # ids of messages shown but never stored (see `transient`)
@@ -178,12 +180,14 @@ class HistoryLayer(SQLAlchemyDataLayer):
         await super().delete_step(step_id)
 
     async def execute_sql(self, query: str, parameters: dict):
-        """Chainlit's contract (rows as dicts, or the row count; None after an error, which is logged), on one
-        plain connection instead of an ORM session per query: a third of the cost on the server's event loop."""
+        """Chainlit's contract (rows as dicts, or the row count; None after an error, which is logged), on a plain
+        connection instead of an ORM session per query. SQLite runs each query whole in the layer's own thread:
+        one hop instead of one per driver call (a third of the cost), and its one writer never waits for a lock."""
         values = {key: self._plain(key, value) for key, value in parameters.items()}
         try:
-            if self.sqlite:  # the whole query in a worker thread: one hop, not one per driver call
-                rows = await asyncio.to_thread(self._run_sqlite, query, values)
+            if self.sqlite:
+                rows = await asyncio.get_running_loop().run_in_executor(self.sqlite_thread, self._run_sqlite,
+                                                                        query, values)
             else:
                 async with self.engine.begin() as connection:
                     rows = _rows(await connection.execute(text(query), values))
