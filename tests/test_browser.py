@@ -111,6 +111,7 @@ def test_the_status_chip_answers_without_pressing_send(app_server, browser):
 
     wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException])
     browser.get(app_server.url)
+    wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open")  # signed in
     wait.until(ready.element_to_be_clickable((By.ID, "command-Status")), "no Status chip").click()
     wait.until(lambda d: "Requests running / queued" in d.find_element(By.TAG_NAME, "body").text,
                "one click on Status must show the status table, without Send")
