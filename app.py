@@ -133,7 +133,7 @@ async def reply_to(turns: list[dict], message: cl.Message) -> None:
             if time.monotonic() - flushed_at >= FLUSH_EVERY_S:
                 await reply.stream_token(pending)
                 pending, flushed_at = "", time.monotonic()
-                saver.shown(reply.content, reply.metadata)
+                saver.shown()
     except asyncio.CancelledError:  # Stop: keep what was written
         await finish(turns, message, reply, reply.content + pending, None, prefs.show_stats, saver)
         raise

@@ -138,9 +138,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
 
     def __init__(self, settings):
         super().__init__(conninfo=database_url(settings), storage_provider=None)
-        self.sqlite = self._conninfo.startswith("sqlite")
-        self.engine = open_engine(self._conninfo)
-        self.async_session.configure(bind=self.engine)
+        self.sqlite = self._conninfo.startswith("sqlite")  # else PostgreSQL, on Chainlit's own async engine
         if self.sqlite:
             self.sqlite_engine = create_engine(self._conninfo.replace("+aiosqlite", ""), connect_args={"timeout": 30})
             event.listen(self.sqlite_engine, "connect", _sqlite_pragmas)
@@ -257,8 +255,8 @@ class ReplySaver:
         self.saved_at = time.monotonic()
         self.task: asyncio.Task | None = None
 
-    def shown(self, content: str, meta: dict) -> None:
-        """The user now sees `content`; write it if the last write is done and old enough."""
+    def shown(self) -> None:
+        """The user now sees the reply's content; write it if the last write is done and old enough."""
         if self.layer is None or (self.task and not self.task.done()):
             return
         if time.monotonic() - self.saved_at < SAVE_EVERY_S:
@@ -267,9 +265,9 @@ class ReplySaver:
         if not self.reply.created_at:  # stamped now, as send() would: the history is ordered by it
             from chainlit.utils import utc_now
             self.reply.created_at = utc_now()
-        step = self.reply.to_dict()
+        step, content = self.reply.to_dict(), self.reply.content
         step.update(output=f"{content}\n\n{CUT_OFF_NOTE}", streaming=False,
-                    metadata={**meta, "answer": content, "cut_off": True})
+                    metadata={**self.reply.metadata, "answer": content, "cut_off": True})
         self.task = asyncio.create_task(self.layer.create_step(step))
 
     async def settle(self) -> None:
