@@ -171,7 +171,11 @@ async def test_two_app_processes_share_a_postgresql_history_and_each_user_sees_o
         alice = await ChatClient(one, "alice", "alice-password").connect()
         await alice.change_settings({"max_tokens": 16})
         reply = await alice.ask("Hello from alice")
-        await asyncio.sleep(1)
+        for _ in range(60):  # Chainlit writes the finished reply in a task of its own: wait until it is stored
+            stored = database.query("SELECT count(*) FROM steps WHERE name = 'ERNIE Chat'").strip()
+            if stored == "1":
+                break
+            await asyncio.sleep(0.5)
         on_two = await ChatClient(two, "alice", "alice-password", thread_id=alice.thread_id).connect()
         assert step_texts(on_two.resumed) == [("user_message", "Hello from alice"), ("assistant_message", reply.content)]
         assert await listed_threads(two, on_two) == ["Hello from alice"]
