@@ -17,12 +17,14 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
-from ui import history, sidebar, signin, start, text  # noqa: E402
+from ui import connection, history, pauses, sidebar, signin, start, text  # noqa: E402
 from ui.api_route import open_api  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
 from ui.port import chosen_port, exit_if_port_taken, is_loopback  # noqa: E402
 
 pin_engine_modules()
+pauses.drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
+connection.tolerate_quiet_servers()  # a busy server must not cost a chat its reply
 
 CHAINLIT_STOP_NOTICE = "Task manually stopped."
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
@@ -111,8 +113,7 @@ async def reply_to(turns: list[dict], message: cl.Message) -> None:
     prompt = [{"role": t["role"], "content": t["content"]} for t in turns]
     prompt.append({"role": "user", "content": message.content})
     # flushed_at starts at 0 so the first token shows at once; later ones are batched
-    # made in a worker thread: Chainlit's Message() sleeps 1 ms, which would hold every chat's event loop
-    reply, pending, flushed_at, stats = await asyncio.to_thread(cl.Message, content=""), "", 0.0, None
+    reply, pending, flushed_at, stats = cl.Message(content=""), "", 0.0, None
     reply.metadata = {"for": message.id}  # which question it answers, to rebuild the prompt of a reopened chat
     saver = history.ReplySaver(reply, chat_history)
     queued = None
@@ -230,6 +231,7 @@ async def on_chat_end():
 
 @cl.on_app_startup
 async def preload():
+    engine.expect_stop_on_signals()  # from Ctrl-C or SIGTERM on, the engine's end is no crash to report
     # Importing vLLM takes seconds: do it while the user opens the browser, not in the first chat.
     asyncio.create_task(asyncio.to_thread(engine.preload))
 

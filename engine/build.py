@@ -5,14 +5,17 @@ own API; it runs in a worker thread, since the constructor blocks for the whole 
 """
 
 import asyncio
+import contextlib
 import os
 import sys
 import threading
 import time
 import types
+from pathlib import Path
 
 from engine.settings import Settings
 
+ENGINE_PROCESS = Path(__file__).with_name("engine-process")
 RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
 IMPORTS = RUNTIME.__dict__.setdefault("imports", threading.Lock())
 # What a GPU engine compiles on a machine's first start (README, "Start-up"): FlashInfer's sampler JIT-compiles
@@ -50,9 +53,55 @@ def build_engine(kwargs: dict, settings: Settings):
 
     tokenizer = AutoTokenizer.from_pretrained(
         settings.model, cache_dir=str(settings.download_dir) if settings.download_dir else None)
-    llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs))
-    share_the_event_loop(llm.engine_core)
+    with engine_processes_apart():
+        llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs))
     return llm, tokenizer
+
+
+@contextlib.contextmanager
+def engine_processes_apart():
+    """The engine's processes, started inside, run in a session of their own and end with the app.
+
+    Ctrl-C in a terminal sends SIGINT to every process of the app's group at once: vLLM's model worker
+    exited mid-step and its engine core reported "EngineCore encountered a fatal error" with a dump of
+    its state before the app had begun to stop them. Apart, they get no Ctrl-C; the app's shutdown stops
+    them in order. vLLM starts them with multiprocessing's spawn, whose interpreter is named here
+    (`engine/engine-process`: the same Python, after `setsid` and a parent-death signal).
+    """
+    import multiprocessing.spawn
+
+    if not hasattr(os, "setsid"):
+        yield
+        return
+    previous = multiprocessing.spawn.get_executable()
+    os.environ["ERNIE_CHAT_PYTHON"] = sys.executable
+    multiprocessing.spawn.set_executable(str(ENGINE_PROCESS))
+    try:
+        yield
+    finally:
+        multiprocessing.spawn.set_executable(previous)
+
+
+def end_quietly_when_stopped(client, stopped) -> None:
+    """A stop we asked for ends vLLM's output handler without an error in the log.
+
+    When the engine core goes away, the handler's next read fails with EngineDeadError and the handler
+    logs "AsyncLLM output_handler failed." with its traceback: right for a crash, wrong for a preset
+    switch or the app's shutdown, where vLLM's own shutdown stops the core while the handler still
+    reads. While `stopped()` is true, that failed read ends the handler as a cancelled task instead,
+    which it does not log; a crash (stopped() false) is logged and reported to every chat as before.
+    """
+    take = client.get_output_async
+
+    async def take_unless_stopped():
+        try:
+            return await take()
+        except Exception:
+            if stopped():
+                raise asyncio.CancelledError from None
+            raise
+
+    client.get_output_async = take_unless_stopped
 
 
 def share_the_event_loop(client, max_hold_s: float = MAX_HOLD_S) -> None:

@@ -10,7 +10,10 @@ never builds a second engine on the GPU.
 import asyncio
 import atexit
 import logging
+import os
+import signal
 import sys
+import threading
 import time
 import types
 import uuid
@@ -47,6 +50,8 @@ class ChatEngine:
         self.device: hardware.Device | None = None
         self.dtype = "auto"
         self._llm = None
+        self._llm_stopped = threading.Event()  # set when the running engine is stopped on purpose
+        self.closing = False  # the process is ending (Ctrl-C, SIGTERM): a dead engine is not restarted
         self._tokenizer = None
         self._stop_ids: list[int] = []
         self._engine_pids: set[int] = set()
@@ -140,6 +145,10 @@ class ChatEngine:
                     await asyncio.wait([building], timeout=1.0)
             try:
                 self._llm, self._tokenizer = building.result()
+                self._llm_stopped = threading.Event()
+                # how vLLM's output handler reads the engine: sharing the loop, and quiet when we stop it
+                build.share_the_event_loop(self._llm.engine_core)
+                build.end_quietly_when_stopped(self._llm.engine_core, self._llm_stopped.is_set)
             except Exception as error:
                 self._engine_pids = hardware.child_pids() - before
                 await self._stop_engine()
@@ -234,11 +243,34 @@ class ChatEngine:
         """Stop the engine and its processes; safe to call any number of times, from any thread."""
         llm, self._llm = self._llm, None
         if llm is not None:
+            self._llm_stopped.set()
             llm.shutdown()
         survivors = hardware.wait_gone(self._engine_pids)
         if survivors:
             log.error("engine processes survived shutdown: %s", survivors)
         self._engine_pids = set()
+
+    def expect_stop_on_signals(self) -> None:
+        """From Ctrl-C or SIGTERM on, the engine's end is the stop the user asked for, not a crash.
+
+        The engine's processes run apart from the terminal (build.engine_processes_apart), but a service
+        manager's SIGTERM to the whole service can still reach them before the app's own shutdown begins;
+        and a reply that fails meanwhile must not start a new engine. Call from the main thread once the web
+        server has installed its handlers; they still run after this one.
+        """
+        for number in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(number)
+
+            def handler(signum, frame, previous=previous):
+                self.closing = True
+                self._llm_stopped.set()
+                if callable(previous):
+                    previous(signum, frame)
+                elif previous != signal.SIG_IGN:  # the default action: end the process
+                    signal.signal(signum, signal.SIG_DFL)
+                    os.kill(os.getpid(), signum)
+
+            signal.signal(number, handler)
 
     @staticmethod
     def preload() -> None:
@@ -319,7 +351,7 @@ class ChatEngine:
             except Exception:
                 log.exception("restarting the engine failed; the next message will try again")
 
-        if self._start_task is None:
+        if self._start_task is None and not self.closing:
             asyncio.get_running_loop().create_task(restart())
 
     def saturated(self) -> bool:

@@ -243,6 +243,9 @@ class RemoteEngine:
             chat_requests=len(self._active), api_requests=0,
         )
 
+    def expect_stop_on_signals(self) -> None:
+        """Nothing to mark: the server's engine is not this process's to stop."""
+
     def shutdown(self) -> None:
         """Nothing runs here to stop; the background check ends at its next turn."""
         self._closed = True

@@ -49,11 +49,15 @@ class ChainlitServer:
                 time.sleep(0.5)
         raise TimeoutError(f"chainlit did not answer on {self.url}; see {self.log_path}")
 
-    def stop(self, timeout: float = 30) -> int:
-        """SIGTERM, as Ctrl-C or a service manager would; returns the exit code."""
+    def stop(self, timeout: float = 30, ctrl_c: bool = False) -> int:
+        """SIGTERM, as a service manager would; returns the exit code. `ctrl_c`: SIGINT to the whole process
+        group instead, as a terminal sends it."""
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
-        self.proc.send_signal(signal.SIGTERM)
+        if ctrl_c:
+            os.killpg(self.proc.pid, signal.SIGINT)
+        else:
+            self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:

@@ -249,3 +249,19 @@ async def test_a_code_block_left_open_by_a_stopped_reply_is_closed_before_the_no
     with pytest.raises(asyncio.CancelledError):
         await task
     assert list(shown.shown.values())[-1] == "Here:\n```python\nprint(\n```\n\n*Stopped.*"
+
+
+async def test_messages_made_together_do_not_pause_the_event_loop_and_keep_their_order(chat, monkeypatch):
+    """For each user message Chainlit makes a message and a step, each pausing 1 ms on the loop every chat
+    shares (32 chats sending at once: 64 ms before the last reaches the engine); the app drops that pause.
+    Making them sleeps nowhere, and each step still gets a time of its own, in order."""
+    import time
+
+    import chainlit as cl
+
+    pauses = []
+    monkeypatch.setattr(time, "sleep", lambda seconds: pauses.append(seconds))
+    made = [(cl.Message(content=f"message {i}"), cl.Step(name=f"step {i}")) for i in range(32)]
+    assert pauses == [], f"making 32 messages and steps paused the event loop {len(pauses)} times"
+    stamps = [step.created_at for _, step in made]
+    assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps), "each step keeps its own, later time"

@@ -44,6 +44,15 @@ def test_a_custom_preset_comes_from_the_environment(monkeypatch):
     assert kwargs["kv_cache_memory_bytes"] == 512 << 20
 
 
+def test_gpu_presets_hand_on_text_every_8_tokens_and_the_cpu_preset_every_token():
+    for name in ("2gb", "4gb", "6gb", "8gb"):
+        assert presets.engine_kwargs(presets.BUILT_IN[name], "m", None, 8 << 30)["stream_interval"] == 8
+    assert "stream_interval" not in presets.engine_kwargs(presets.BUILT_IN["cpu"], "m", None)
+    with pytest.raises(ValueError, match="stream_interval"):
+        presets.Preset(kv_cache_gib=1, max_model_len=2048, max_num_seqs=4, max_num_batched_tokens=2048,
+                       stream_interval=0)
+
+
 def test_unknown_preset_lists_the_valid_names():
     with pytest.raises(UnknownPresetError) as info:
         presets.lookup("16gb")
