@@ -22,6 +22,7 @@ class Shown:
     content: str = ""
     tokens: list[tuple[float, str]] = field(default_factory=list)  # (arrival time, batch of text)
     first_at: float = field(default_factory=time.monotonic)  # when the message first appeared
+    last_at: float = field(default_factory=time.monotonic)  # when it last changed (its final form, once ended)
 
 
 class SignInRefused(Exception):
@@ -43,8 +44,9 @@ class ChatClient:
         self.settings_widgets: list[dict] = []
         self.settings_received = 0  # how often the server sent the sidebar
         self._started, self._ended, self._ready = asyncio.Event(), asyncio.Event(), asyncio.Event()
-        for name in ("new_message", "update_message", "stream_start"):
+        for name in ("new_message", "update_message"):
             self.sio.on(name, self._on_message)
+        self.sio.on("stream_start", self._on_stream_start)
         self.sio.on("stream_token", self._on_token)
         self.sio.on("delete_message", lambda step: self.messages.pop(step["id"], None))
         self.sio.on("task_start", lambda *_: (self._started.set(), self._ended.clear()))
@@ -91,15 +93,24 @@ class ChatClient:
     async def close(self) -> None:
         await self.sio.disconnect()
 
-    def _on_message(self, step: dict) -> None:
+    def _on_message(self, step: dict) -> Shown:
         shown = self.messages.setdefault(step["id"], Shown(step["id"], step.get("name", ""), step.get("type", "")))
         shown.content = step.get("output", shown.content) or ""
+        shown.last_at = time.monotonic()
         self.ever_shown.append(shown.content)
+        return shown
+
+    def _on_stream_start(self, step: dict) -> None:
+        """Chainlit sends a message's first streamed text with the message itself, the rest as stream tokens."""
+        shown = self._on_message(step)
+        if shown.content:
+            shown.tokens.append((shown.last_at, shown.content))
 
     def _on_token(self, data: dict) -> None:
         shown = self.messages.setdefault(data["id"], Shown(data["id"], "", "assistant_message"))
         shown.content = data["token"] if data.get("isSequence") else shown.content + data["token"]
-        shown.tokens.append((time.monotonic(), data["token"]))
+        shown.last_at = time.monotonic()
+        shown.tokens.append((shown.last_at, data["token"]))
 
     def _on_task_end(self, *_) -> None:
         if self._started.is_set():  # on connect a lone task_end comes before any task_start
@@ -121,8 +132,17 @@ class ChatClient:
         await self.sio.emit("client_message", {"message": step, "fileReferences": []})
         return message_id
 
-    async def wait_idle(self, timeout: float = 300) -> None:
+    @property
+    def ended(self) -> bool:
+        """The server has ended the task it started for the last message (its reply is whole)."""
+        return self._ended.is_set()
+
+    async def wait_started(self, timeout: float = 300) -> None:
+        """The server has started working on the last message."""
         await asyncio.wait_for(self._started.wait(), timeout)
+
+    async def wait_idle(self, timeout: float = 300) -> None:
+        await self.wait_started(timeout)
         await asyncio.wait_for(self._ended.wait(), timeout)
 
     async def ask(self, text: str, timeout: float = 300) -> Shown:
@@ -130,6 +150,16 @@ class ChatClient:
         await self.send(text)
         await self.wait_idle(timeout)
         return self.replies()[-1]
+
+    async def streaming_reply(self, before: set[str], timeout: float = 300) -> Shown:
+        """The model's new reply (its id not in `before`) once its first text is shown; fails after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = [m for m in self.replies("ERNIE Chat") if m.id not in before and m.tokens]
+            if shown:
+                return shown[-1]
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"no reply showed any text within {timeout:.0f} s")
 
     def replies(self, author: str | None = None) -> list[Shown]:
         return [m for m in self.messages.values() if m.type == "assistant_message"

@@ -22,11 +22,20 @@ async def client(app_server):
 
 
 async def test_first_chat_starts_the_engine_with_progress_and_the_reply_streams(client):
-    reply = await client.ask("Hello! Who are you?")
+    first = await client.ask("Hello! Who are you?")
     assert "Starting the model engine: Ready" in client.all_text()
+    assert stats_of(first.content)["reply"] > 0 and "tok/s" in first.content
+    # The pieces are counted on later replies: on the 2-core test machine the server can stand still while the
+    # engine generates (timers stopped for 27 s, measured), and a reply then arrives whole; streaming must show
+    # in one of three replies (a server that does not stream fails all three)
+    for _ in range(3):
+        reply = await client.ask("Tell me more.")
+        if len(reply.tokens) >= 3:
+            break
+    else:
+        pytest.fail(f"none of 3 replies streamed in several pieces (the last came in {len(reply.tokens)})")
     stats = stats_of(reply.content)
     assert stats["reply"] > 100
-    assert len(reply.tokens) >= 3, "the reply should stream in several pieces"
     # batched every 40 ms, however fast the engine runs: at most one socket event per 40 ms of the reply
     seconds = stats["reply"] / float(re.search(r"(\d+) tok/s", reply.content).group(1))
     assert len(reply.tokens) <= seconds / 0.04 + 3, "tokens should be batched, not one socket event each"
@@ -54,11 +63,9 @@ async def stop_a_long_reply(client, start, attempts: int = 3):
     for _ in range(attempts):
         before = {m.id for m in client.replies()}
         await start()
-        while not [m for m in client.replies("ERNIE Chat") if m.id not in before and m.tokens]:
-            await asyncio.sleep(0.01)
+        reply = await client.streaming_reply(before)
         await client.stop()
         await client.wait_idle()
-        reply = [m for m in client.replies("ERNIE Chat") if m.id not in before and m.tokens][-1]
         if "*Stopped.*" in reply.content:
             shown = reply.content
             await asyncio.sleep(0.5)
@@ -116,16 +123,24 @@ async def test_out_of_range_settings_are_refused_with_a_message(client):
 
 
 async def test_two_sessions_chat_at_the_same_time(app_server):
+    """While session A's long reply streams, session B asks and gets its whole reply: served beside A, not after."""
     a, b = await ChatClient(app_server.url).connect(), await ChatClient(app_server.url).connect()
     try:
-        for chat in (a, b):
-            await chat.change_settings({"max_tokens": 200})
-        reply_a, reply_b = await asyncio.gather(a.ask("I am session A"), b.ask("I am session B"))
-        assert stats_of(reply_a.content)["reply"] == stats_of(reply_b.content)["reply"] == 200
-        assert reply_a.id not in b.messages and reply_b.id not in a.messages
-        a_times = [t for t, _ in reply_a.tokens]
-        b_times = [t for t, _ in reply_b.tokens]
-        assert a_times[0] < b_times[-1] and b_times[0] < a_times[-1], "the replies should overlap in time"
+        await a.change_settings({"max_tokens": 8192})
+        await b.change_settings({"max_tokens": 200})
+        for _ in range(3):  # the random test model may end A's reply early: B must ask while it streams
+            before = {m.id for m in a.replies()}
+            await a.send("I am session A")
+            long = await a.streaming_reply(before)
+            reply_b = await b.ask("I am session B")
+            assert stats_of(reply_b.content)["reply"] == 200
+            assert long.id not in b.messages and reply_b.id not in a.messages, "each session sees only its own"
+            if not a.ended:  # B's whole reply came while A's was still streaming (order, not timing)
+                await a.stop()
+                await a.wait_idle()
+                return
+            await a.wait_idle()
+        pytest.fail("in 3 tries session B's reply was finished only after session A's")
     finally:
         await a.close()
         await b.close()
@@ -149,8 +164,9 @@ async def test_preset_switch_rebuilds_the_engine_and_tells_the_other_chats(app_s
         await b.close()
 
 
-async def test_a_watch_reload_keeps_the_running_engine(engine_env, tmp_path):
-    """`chainlit run app.py -w` re-imports the app on every save: the engine must not be rebuilt."""
+async def test_a_watch_reload_keeps_the_running_engine_and_ctrl_c_ends_it_without_errors(engine_env, tmp_path):
+    """`chainlit run app.py -w` re-imports the app on every save: the engine must not be rebuilt. Ctrl-C in
+    that terminal, while a reply streams, ends the app and its engine with no error in the log."""
     import psutil
 
     from server import ROOT, ChainlitServer
@@ -164,7 +180,7 @@ async def test_a_watch_reload_keeps_the_running_engine(engine_env, tmp_path):
         engines = {p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)
                    if "EngineCore" in " ".join(p.cmdline())}
         probe.write_text('"""Written by a test to trigger a -w reload."""\n')
-        for _ in range(100):
+        for _ in range(600):
             await asyncio.sleep(0.1)
             if "Reloading app" in (tmp_path / "chainlit.log").read_text():
                 break
@@ -173,12 +189,25 @@ async def test_a_watch_reload_keeps_the_running_engine(engine_env, tmp_path):
         await chat.close()
         chat = await ChatClient(server.url).connect()
         await chat.change_settings({"max_tokens": 16})
-        reply = await chat.ask("after the reload", timeout=30)
+        reply = await chat.ask("after the reload", timeout=120)
         assert stats_of(reply.content)["reply"] == 16
         after = {p.pid for p in psutil.Process(server.proc.pid).children(recursive=True)
                  if "EngineCore" in " ".join(p.cmdline())}
         assert after == engines and len(engines) == 1, "the same engine process serves after the reload"
-        await chat.close()
+        await chat.change_settings({"max_tokens": 8192})
+        for _ in range(3):  # the random test model may end a reply early: Ctrl-C must land while one streams
+            before = {m.id for m in chat.replies()}
+            await chat.send("a long reply, interrupted by Ctrl-C")
+            await chat.streaming_reply(before)
+            if not chat.ended:
+                break
+            await chat.wait_idle()
+        interrupted_at = len((tmp_path / "chainlit.log").read_text())
+        assert server.stop(timeout=60, ctrl_c=True) == 0
+        after_ctrl_c = (tmp_path / "chainlit.log").read_text()[interrupted_at:]
+        errors = [line for line in after_ctrl_c.splitlines() if "ERROR" in line or "Traceback" in line]
+        assert not errors, f"Ctrl-C logged errors: {errors[:5]}"
+        assert not any(psutil.pid_exists(pid) for pid in engines), "the engine process ends with the app"
     finally:
         probe.unlink(missing_ok=True)
         server.stop()

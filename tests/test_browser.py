@@ -50,14 +50,17 @@ def cost_line_style(browser):
 
 
 def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser, tmp_path):
-    from selenium.common.exceptions import ElementNotInteractableException, StaleElementReferenceException
+    from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
+                                            WebDriverException)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
     from selenium.webdriver.support.ui import WebDriverWait
 
-    # the page re-renders as the engine starts and the reply streams: an element found a moment ago can be gone
-    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException])
+    # the page re-renders as the engine starts and the reply streams: an element found a moment ago can be gone;
+    # and the chat's first message moves the page to the new thread's address, which aborts a command under way
+    # ("aborted by navigation"): the wait asks again
+    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
     browser.get(app_server.url)
     wait.until(ready.element_to_be_clickable((By.ID, "chat-input")))
     assert "ERNIE Chat" in browser.title or "ERNIE" in browser.page_source

@@ -39,12 +39,14 @@ async def test_an_openai_client_lists_the_model_and_gets_whole_and_streamed_repl
     assert whole.choices[0].message.content and whole.choices[0].finish_reason == "length"
     assert whole.usage.completion_tokens == 12 and whole.usage.prompt_tokens > 0
 
+    # 1,000 tokens: a server or client left unscheduled on a busy machine merges what it missed (200 came in one
+    # piece once)
     chunks = [c async for c in await client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "Hello!"}], max_tokens=12, stream=True,
+        model=model, messages=[{"role": "user", "content": "Hello!"}], max_tokens=1000, stream=True,
         stream_options={"include_usage": True}, extra_body={"ignore_eos": True})]
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text and sum(1 for c in chunks if c.choices and c.choices[0].delta.content) > 1, "it should stream"
-    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 12
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 1000
 
     completion = await client.completions.create(model=model, prompt="Once upon a time", max_tokens=7,
                                                  extra_body={"ignore_eos": True})
@@ -63,19 +65,33 @@ async def test_the_api_and_a_chat_share_the_engine_and_its_prefix_cache(api, cha
     cached = reply.usage.prompt_tokens_details.cached_tokens
     assert cached > 0.5 * reply.usage.prompt_tokens, f"{cached} of {reply.usage.prompt_tokens} prompt tokens cached"
 
+    async def api_reply(question: str, text_at: list[float]) -> int:
+        """Streams one API reply; notes when its first text arrived; returns its length in tokens."""
+        stream = await client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": question}], max_tokens=64, stream=True,
+            stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
+        chunks = []
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content and not any(c.choices and c.choices[0].delta.content
+                                                                            for c in chunks):
+                text_at.append(time.monotonic())
+            chunks.append(chunk)
+        return chunks[-1].usage.completion_tokens
+
     await chat.change_settings({"max_tokens": 8000})
-    await chat.send("Tell me a long story.")
-    while not [m for m in chat.replies("ERNIE Chat") if m.tokens and m.id != chat_reply.id]:
-        await asyncio.sleep(0.02)  # the chat streams; now the API's requests join it
-    began = time.monotonic()
-    replies = await asyncio.gather(*(client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": f"Question {i}"}], max_tokens=64,
-        extra_body={"ignore_eos": True}) for i in range(8)))
-    api_done = time.monotonic() - began
-    assert [r.usage.completion_tokens for r in replies] == [64] * 8
-    assert not chat._ended.is_set(), f"the chat's reply should still stream after the API's 8 ({api_done:.1f} s)"
-    await chat.stop()
-    await chat.wait_idle()
+    for _ in range(3):  # a client left unscheduled on a busy machine may see the chat's reply only once it ended
+        before = {m.id for m in chat.replies()}
+        await chat.send("Tell me a long story.")
+        streaming = await chat.streaming_reply(before)  # the chat streams; now the API's requests join it
+        text_at: list[float] = []
+        lengths = await asyncio.gather(*(api_reply(f"Question {i}", text_at) for i in range(8)))
+        assert lengths == [64] * 8
+        await chat.wait_idle()
+        # Served beside the chat, not after it: the API's first text came before the chat's reply was finished
+        # (order holds even when the machine stalls for seconds; how far apart they came does not)
+        if min(text_at) < streaming.last_at:
+            return
+    pytest.fail("in 3 tries the API's replies began only once the chat's reply had ended")
 
 
 async def test_during_a_preset_switch_api_requests_wait_for_the_new_engine(api, chat):

@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import socket
 import sqlite3
 import statistics
@@ -141,14 +142,35 @@ def stored_turns(server, thread_id: str) -> list[tuple[str, str]]:
 
 async def test_engine_killed_mid_reply_tells_the_user_and_comes_back(client, app_server):
     await client.change_settings({"max_tokens": 8192})
+    before = {m.id for m in client.replies()}
     await client.send("Keep talking")
-    while not [m for m in client.replies("ERNIE Chat") if m.tokens]:
-        await asyncio.sleep(0.02)
+    await client.streaming_reply(before)
     engine_core(app_server).kill()
     await client.wait_idle(120)
     assert "The model engine stopped unexpectedly" in client.all_text()
     await client.change_settings({"max_tokens": 48})
     await still_answers(client)  # the engine restarted by itself
+
+
+async def test_a_server_that_stands_still_for_35_s_keeps_its_chats_and_the_reply_they_wait_for(client, app_server):
+    """A busy machine can hold the server for many seconds (measured on the 2-core test machine: timers stood
+    still for 27 s); the chat stays connected through it and gets its whole reply (Socket.IO's defaults drop the
+    connection after 30 s). The engine goes on meanwhile: the reply may be generated before the server wakes."""
+    await client.change_settings({"max_tokens": 2000})
+    before = {m.id for m in client.replies()}
+    await client.send("Keep talking")
+    reply = await client.streaming_reply(before)
+    os.kill(app_server.proc.pid, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(35)
+    finally:
+        os.kill(app_server.proc.pid, signal.SIGCONT)
+    assert client.sio.connected, "the chat's connection was dropped while the server stood still"
+    await client.wait_idle(300)
+    assert client.sio.connected and "reply tokens" in client.messages[reply.id].content
+    assert "*Stopped.*" not in client.messages[reply.id].content
+    await client.change_settings({"max_tokens": 48})
+    await still_answers(client)
 
 
 async def test_a_preset_switch_while_another_user_streams(app_server):
@@ -212,7 +234,7 @@ async def test_an_unreachable_model_is_explained_once_per_message_and_the_app_st
         began = asyncio.get_running_loop().time()
         await chat.send("and now?")
         await chat.wait_idle(60)
-        assert asyncio.get_running_loop().time() - began < 10, "a remembered failure answers at once"
+        assert asyncio.get_running_loop().time() - began < 30, "a remembered failure answers at once, not after a new start"
         assert sum("❌" in m.content for m in chat.messages.values()) == 2, "each message is answered once"
         status = await chat.ask("/status")
         assert "| State | stopped |" in status.content

@@ -5,6 +5,7 @@ import asyncio
 import time
 
 import httpx
+import psutil
 import pytest
 
 from chat_client import ChatClient
@@ -38,6 +39,20 @@ async def chat(remote_app):
 
 def running_on(server: VllmServer) -> float:
     return read_gauges(server.metrics()).get("vllm:num_requests_running", 0)
+
+
+def engine_cpu_s(server: VllmServer) -> float:
+    """CPU seconds the server's engine processes (its children) have spent: they grow while it generates, also
+    when its web front is too busy to answer (on two CPU cores vLLM's front answers nothing, its metrics neither,
+    until a long reply is generated)."""
+    total = 0.0
+    for proc in psutil.Process(server.proc.pid).children(recursive=True):
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 async def test_a_chat_streams_from_the_remote_server_with_its_stats_and_status(chat, vllm_server, remote_app):
@@ -77,9 +92,9 @@ async def test_two_app_processes_chat_through_one_server_at_once(remote_app, vll
         reply_a, reply_b = await asyncio.gather(a.ask("From the first app"), b.ask("From the second app"))
         lengths = stats_of(reply_a.content)["reply"], stats_of(reply_b.content)["reply"]
         assert min(lengths) > 0
-        a_times, b_times = [t for t, _ in reply_a.tokens], [t for t, _ in reply_b.tokens]
         if min(lengths) >= 200:  # the random test model may end a reply early (its stop token); long ones overlap
-            assert a_times[0] < b_times[-1] and b_times[0] < a_times[-1], "the two apps' replies should overlap"
+            assert reply_a.first_at < reply_b.last_at and reply_b.first_at < reply_a.last_at, \
+                "the two apps' replies should overlap"
         await a.close()
         await b.close()
     finally:
@@ -88,16 +103,27 @@ async def test_two_app_processes_chat_through_one_server_at_once(remote_app, vll
 
 async def test_a_server_killed_mid_reply_is_reported_and_the_app_recovers_when_it_is_back(chat, vllm_server):
     await chat.change_settings({"max_tokens": 8192})
-    await chat.send("Keep talking")
-    while not [m for m in chat.replies("ERNIE Chat") if m.tokens]:
-        await asyncio.sleep(0.02)
+    # The kill must come while the server generates the reply: one second of its engine's CPU time into it is a
+    # few hundred of its 8,192 tokens. (Waiting for the reply's first text instead can be too late: on a busy
+    # machine the server may send its first text once it has generated, and sent into socket buffers, the whole
+    # reply, which no kill cuts any more.)
+    for _ in range(3):  # the random test model may end its reply early
+        busy = engine_cpu_s(vllm_server)
+        await chat.send("Keep talking")
+        await chat.wait_started(60)
+        while engine_cpu_s(vllm_server) < busy + 1 and not chat.ended:
+            await asyncio.sleep(0.05)
+        if not chat.ended:
+            break
+    else:
+        pytest.fail("in 3 tries the test model ended its reply within a second of generating")
     vllm_server.kill()
     await chat.wait_idle(60)
     assert "cannot be used" in chat.all_text() and "CHAT_ENGINE_URL" in chat.all_text()
 
     began = time.monotonic()
-    down = await chat.ask("Are you there?", timeout=60)
-    assert time.monotonic() - began < 30, "while the server is down a message must not hang"
+    down = await chat.ask("Are you there?", timeout=120)
+    assert time.monotonic() - began < 60, "while the server is down a message must not hang"
     assert "cannot be used" in chat.all_text().split("Are you there?")[-1] or "cannot be used" in down.content
 
     await asyncio.to_thread(vllm_server.start)  # the same port, as a restarted server would be
