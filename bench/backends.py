@@ -7,6 +7,7 @@ All get the same text, put in the model's chat template.
 """
 
 import asyncio
+import json
 import random
 import time
 import uuid
@@ -310,6 +311,8 @@ async def _server(config: dict):
 
     folder = Path(tempfile.mkdtemp())
     env, remote = {"CHAT_MODEL": config["model"], "CHAT_PRESET": config["preset"]}, None
+    if config.get("custom"):
+        env["CHAT_CUSTOM_PRESET"] = json.dumps(config["custom"])
     if config.get("remote"):  # the app as a client of a `vllm serve` process with the preset's arguments
         from vllm_server import VllmServer
 

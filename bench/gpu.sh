@@ -4,21 +4,29 @@
 #   bash bench/gpu.sh cards     # the same for `bench.cards` (small cards simulated on this GPU)
 #   bash bench/gpu.sh app [TREE] # the same for `bench/app_path.sh` (app path beside the engine layer, profiles)
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
+# The app path needs the wheels of bench/gpu-wheels.sh there too.
 set -u
 results=/tmp/bench-results
 model=models/ernie-0.3b-random
 running() { pgrep -f "bench.(run --target gpu|cards --model)|bench/app_path.sh" > /dev/null; }
+install_wheels() {  # the app's packages the bundles lack (bench/gpu-wheels.sh), when carried to /tmp/stash/wheels
+  ls /tmp/stash/wheels/*.whl > /dev/null 2>&1 || return 0
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    /tmp/stash/wheels/*.whl
+}
 make_model() {
   [ -f $model/model.safetensors ] && return
   python3 scripts/make_tiny_model.py $model --full-size > /tmp/model.log 2>&1 || { tail -20 /tmp/model.log; exit 4; }
 }
 case "${1:-}" in
   start|cards)
+    install_wheels
     make_model
     if [ "$1" = start ]; then what=(bench.run --target gpu); else what=(bench.cards); fi
     setsid nohup python3 -m "${what[@]}" --model $model --out "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
   app)
+    install_wheels
     make_model
     setsid nohup bash bench/app_path.sh $model "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
