@@ -107,7 +107,7 @@ def _turns_before(message_id: str) -> list[dict]:
 
 async def reply_to(turns: list[dict], message: cl.Message) -> None:
     prefs = cl.user_session.get("prefs")
-    await history.keep_settings(chat_history)
+    history.keep_settings(chat_history)
     request_id = uuid.uuid4().hex
     cl.user_session.set("request_id", request_id)
     prompt = [{"role": t["role"], "content": t["content"]} for t in turns]
@@ -173,7 +173,7 @@ async def on_settings(values: dict):
         await cl.ErrorMessage(content=f"Settings not applied: {error}", author="system").send()
         return
     cl.user_session.set("prefs", new)
-    await history.keep_settings(chat_history)
+    history.keep_settings(chat_history)
     if new.preset != prefs.preset:
         await switch_preset(new.preset)
 

@@ -265,3 +265,30 @@ async def test_messages_made_together_do_not_pause_the_event_loop_and_keep_their
     assert pauses == [], f"making 32 messages and steps paused the event loop {len(pauses)} times"
     stamps = [step.created_at for _, step in made]
     assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps), "each step keeps its own, later time"
+
+
+async def test_a_reply_does_not_wait_for_the_sidebar_to_be_stored(chat, monkeypatch):
+    """A new chat's changed sidebar is stored with its first message; the database may be busy with other chats'
+    writes, and the reply starts without waiting for it. The write still lands."""
+    shown, fake = chat
+
+    class BusyHistory:
+        def __init__(self):
+            self.free, self.stored = asyncio.Event(), []
+
+        async def update_thread(self, thread_id, metadata=None, **_):
+            await self.free.wait()
+            self.stored.append(metadata)
+
+    busy = BusyHistory()
+    monkeypatch.setattr(app, "chat_history", busy)
+    app.cl.context.session.has_first_interaction = True
+    app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": 24}
+    await asyncio.wait_for(app.on_message(user("Hi")), timeout=30)
+    assert list(shown.shown.values())[-1].startswith("Hello there, friend.")
+    busy.free.set()
+    for _ in range(100):
+        if busy.stored:
+            break
+        await asyncio.sleep(0.01)
+    assert busy.stored == [{"chat_settings": {"temperature": 0.3, "max_tokens": 24}}]

@@ -26,6 +26,7 @@ KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
 STATE_KEY = "history_failing"  # per chat: whether it was told that saving failed
 SAVED_KEY = "history_saved_settings"  # per chat: the sidebar values last stored
 IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY, SAVED_KEY}  # the app's session keys never stored
+WRITING: set[asyncio.Task] = set()  # sidebar writes under way (`keep_settings`)
 
 # Chainlit's tables, one column list for both databases: (name, SQLite type, PostgreSQL type).
 _TEXT, _JSON, _BOOL, _INT, _LIST = ("TEXT", "TEXT"), ("TEXT", "JSONB"), ("INTEGER", "BOOLEAN"), ("INTEGER", "INTEGER"), \
@@ -276,9 +277,14 @@ class ReplySaver:
             await asyncio.gather(self.task, return_exceptions=True)
 
 
-async def keep_settings(layer) -> None:
+def keep_settings(layer) -> None:
     """Store the chat's sidebar with it when it changed, as soon as the chat is in the history (a killed server
-    never gets to store it at the tab's close, as Chainlit does)."""
+    never gets to store it at the tab's close, as Chainlit does).
+
+    Written in the background: a reply must not wait for it. A new chat's first message queues the thread's
+    creation and the question ahead of it on the database's one writer; 32 new chats asking at once waited
+    for all of those writes before reaching the engine (time to first token at 32 chats on the H200: 217 ms,
+    against 82 ms without the history)."""
     import chainlit as cl
     from chainlit.context import context
 
@@ -286,7 +292,9 @@ async def keep_settings(layer) -> None:
     if layer is None or not context.session.has_first_interaction or cl.user_session.get(SAVED_KEY) == values:
         return
     cl.user_session.set(SAVED_KEY, values)
-    await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
+    write = asyncio.create_task(layer.update_thread(context.session.thread_id, metadata={"chat_settings": values}))
+    WRITING.add(write)  # the loop keeps only a weak reference to a task
+    write.add_done_callback(WRITING.discard)
 
 
 def turns_from(thread: dict) -> list[dict]:
