@@ -85,13 +85,18 @@ async def test_cancelling_the_consumer_task_stops_generation(engine):
 
 
 async def test_eight_concurrent_streams_all_complete(engine):
-    results = await asyncio.gather(*(
-        collect(engine.stream([{"role": "user", "content": f"Question number {i}"}],
-                              Sampling(max_tokens=200, ignore_eos=True)))
-        for i in range(8)))
-    assert all(stats.generated_tokens == 200 and stats.finish_reason == "length" for _, stats in results)
-    # streamed, not handed over whole (how many pieces depends on how far the consumer falls behind its engine)
-    assert all(len(deltas) >= 2 for deltas, _ in results), [len(deltas) for deltas, _ in results]
+    for _ in range(3):
+        results = await asyncio.gather(*(
+            collect(engine.stream([{"role": "user", "content": f"Question number {i}"}],
+                                  Sampling(max_tokens=200, ignore_eos=True)))
+            for i in range(8)))
+        assert all(stats.generated_tokens == 200 and stats.finish_reason == "length" for _, stats in results)
+        # streamed, not handed over whole: how many pieces depends on how far the consumer falls behind its engine,
+        # and a test process that stood still while the engine generated gets each reply merged into one piece
+        # (README, "Reliability"); an engine that does not stream fails every round
+        if all(len(deltas) >= 2 for deltas, _ in results):
+            return
+    pytest.fail(f"in 3 rounds some of 8 replies came in one piece: {[len(deltas) for deltas, _ in results]}")
 
 
 async def test_a_presets_stream_interval_has_the_engine_hand_on_text_in_steps_of_that_many_tokens(tiny_model):
