@@ -31,10 +31,14 @@ async def collect(stream):
 
 
 async def test_reply_streams_in_several_deltas_with_plausible_stats(engine):
-    deltas, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=400, ignore_eos=True)))
     # in pieces, not at once; how many depends on the machine: a consumer that falls behind its engine gets the
-    # steps it missed merged (under two CPU hogs 400 tokens came in 4 pieces, on an idle machine in ~300)
-    assert len(deltas) >= 2, "a reply should arrive in pieces, not at once"
+    # steps it missed merged (under two CPU hogs 400 tokens came in 4 pieces, on an idle machine in ~300), and one
+    # that stood still while the engine generated gets one piece: tried again then (README, "Reliability")
+    for _ in range(3):
+        deltas, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=400, ignore_eos=True)))
+        if len(deltas) >= 2:
+            break
+    assert len(deltas) >= 2, "in 3 tries a reply arrived at once, not in pieces"
     assert "".join(deltas).strip()
     assert stats.generated_tokens == 400 and stats.finish_reason == "length"
     assert stats.prompt_tokens > 5
