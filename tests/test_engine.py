@@ -213,11 +213,19 @@ async def test_choosing_the_preset_that_already_runs_does_not_rebuild(engine):
 async def test_an_engine_killed_mid_reply_raises_a_clear_error_and_restarts_itself(engine):
     from engine.errors import EngineDiedError
 
-    with pytest.raises(EngineDiedError, match="restarts by itself"):
-        async for item in engine.stream(HELLO, Sampling(max_tokens=1500)):
-            for pid in engine._engine_pids:  # replies already on their way still arrive after the kill
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    psutil.Process(pid).kill()
+    for _ in range(3):
+        try:
+            async for item in engine.stream(HELLO, Sampling(max_tokens=1500)):
+                for pid in engine._engine_pids:  # replies already on their way still arrive after the kill
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        psutil.Process(pid).kill()
+        except EngineDiedError as error:
+            assert "restarts by itself" in str(error)
+            break
+        # The whole reply was generated before the test saw its first piece (the test stood still meanwhile,
+        # README "Reliability"), so the kill came after it: the next reply must meet the dead engine.
+    else:
+        pytest.fail("in 3 tries no reply met the killed engine")
     await engine.ensure_started()  # joins the restart already under way
     _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
     assert stats.generated_tokens == 10
