@@ -287,8 +287,31 @@ async def test_a_reply_does_not_wait_for_the_sidebar_to_be_stored(chat, monkeypa
     await asyncio.wait_for(app.on_message(user("Hi")), timeout=30)
     assert list(shown.shown.values())[-1].startswith("Hello there, friend.")
     busy.free.set()
-    for _ in range(100):
-        if busy.stored:
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(asyncio.gather(*app.history.WRITING), timeout=30)
     assert busy.stored == [{"chat_settings": {"temperature": 0.3, "max_tokens": 24}}]
+
+
+async def test_a_chats_sidebar_writes_land_in_the_order_it_changed(chat, monkeypatch):
+    """Two quick changes of the sidebar: the stored values are the later ones, even when the first write is slow
+    (on PostgreSQL two writes may run at once)."""
+    shown, fake = chat
+
+    class SlowFirstWrite:
+        def __init__(self):
+            self.free, self.stored = asyncio.Event(), []
+
+        async def update_thread(self, thread_id, metadata=None, **_):
+            if not self.stored and metadata["chat_settings"]["max_tokens"] == 24:
+                await self.free.wait()
+            self.stored.append(metadata["chat_settings"]["max_tokens"])
+
+    slow = SlowFirstWrite()
+    monkeypatch.setattr(app, "chat_history", slow)
+    app.cl.context.session.has_first_interaction = True
+    for max_tokens in (24, 48):
+        app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": max_tokens}
+        app.history.keep_settings(slow)
+    await asyncio.sleep(0.1)
+    slow.free.set()
+    await asyncio.wait_for(asyncio.gather(*app.history.WRITING), timeout=30)
+    assert slow.stored == [24, 48], "the later sidebar is the one kept"

@@ -25,7 +25,8 @@ SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reco
 KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
 STATE_KEY = "history_failing"  # per chat: whether it was told that saving failed
 SAVED_KEY = "history_saved_settings"  # per chat: the sidebar values last stored
-IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY, SAVED_KEY}  # the app's session keys never stored
+WRITE_KEY = "history_settings_write"  # per chat: the last write of its sidebar (`keep_settings`)
+IN_MEMORY_ONLY = {"turns", "prefs", "pending", "request_id", STATE_KEY, SAVED_KEY, WRITE_KEY}  # the app's session keys never stored
 WRITING: set[asyncio.Task] = set()  # sidebar writes under way (`keep_settings`)
 
 # Chainlit's tables, one column list for both databases: (name, SQLite type, PostgreSQL type).
@@ -292,9 +293,17 @@ def keep_settings(layer) -> None:
     if layer is None or not context.session.has_first_interaction or cl.user_session.get(SAVED_KEY) == values:
         return
     cl.user_session.set(SAVED_KEY, values)
-    write = asyncio.create_task(layer.update_thread(context.session.thread_id, metadata={"chat_settings": values}))
-    WRITING.add(write)  # the loop keeps only a weak reference to a task
-    write.add_done_callback(WRITING.discard)
+    previous = cl.user_session.get(WRITE_KEY)
+
+    async def write():  # after the chat's previous write: on PostgreSQL two writes may run at once, the older last
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
+
+    task = asyncio.create_task(write())
+    cl.user_session.set(WRITE_KEY, task)
+    WRITING.add(task)  # the loop keeps only a weak reference to a task
+    task.add_done_callback(WRITING.discard)
 
 
 def turns_from(thread: dict) -> list[dict]:
