@@ -70,13 +70,13 @@ async def test_the_api_and_a_chat_share_the_engine_and_its_prefix_cache(api, cha
         stream = await client.chat.completions.create(
             model=model, messages=[{"role": "user", "content": question}], max_tokens=64, stream=True,
             stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
-        chunks = []
-        async for chunk in stream:
-            if chunk.choices and chunk.choices[0].delta.content and not any(c.choices and c.choices[0].delta.content
-                                                                            for c in chunks):
-                text_at.append(time.monotonic())
-            chunks.append(chunk)
-        return chunks[-1].usage.completion_tokens
+        first_text_at, last = None, None
+        async for last in stream:
+            if first_text_at is None and last.choices and last.choices[0].delta.content:
+                first_text_at = time.monotonic()
+        if first_text_at is not None:
+            text_at.append(first_text_at)
+        return last.usage.completion_tokens
 
     await chat.change_settings({"max_tokens": 8000})
     for _ in range(3):  # a client left unscheduled on a busy machine may see the chat's reply only once it ended
