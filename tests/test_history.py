@@ -139,11 +139,11 @@ def small_disk(tmp_path):
 
 
 def fill(disk) -> None:
-    with open(disk / "filler", "wb") as filler:
+    # Unbuffered: a buffered file keeps the bytes a partial write left over and fails again on close.
+    with open(disk / "filler", "wb", buffering=0) as filler:
         with contextlib.suppress(OSError):
             while True:
                 filler.write(b"\0" * 65536)
-                filler.flush()
 
 
 async def test_a_full_disk_is_said_once_and_the_chat_goes_on(engine_env, small_disk, tmp_path):

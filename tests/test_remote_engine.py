@@ -89,12 +89,17 @@ async def test_two_app_processes_chat_through_one_server_at_once(remote_app, vll
             await client.change_settings({"max_tokens": 16})
             await client.ask("Hello")  # each app connects to the server on its first message
             await client.change_settings({"max_tokens": 1500})
-        reply_a, reply_b = await asyncio.gather(a.ask("From the first app"), b.ask("From the second app"))
-        lengths = stats_of(reply_a.content)["reply"], stats_of(reply_b.content)["reply"]
-        assert min(lengths) > 0
-        if min(lengths) >= 200:  # the random test model may end a reply early (its stop token); long ones overlap
-            assert reply_a.first_at < reply_b.last_at and reply_b.first_at < reply_a.last_at, \
-                "the two apps' replies should overlap"
+        # Two long replies asked at once overlap as they arrive. On a busy 2-core machine the client can stand
+        # still through both (see the README's "Reliability") and see them one after the other: ask again then; a
+        # server that takes one app's request only after the other's reply fails all three tries.
+        for _ in range(3):
+            reply_a, reply_b = await asyncio.gather(a.ask("From the first app"), b.ask("From the second app"))
+            lengths = stats_of(reply_a.content)["reply"], stats_of(reply_b.content)["reply"]
+            assert min(lengths) > 0
+            overlapped = reply_a.first_at < reply_b.last_at and reply_b.first_at < reply_a.last_at
+            if overlapped or min(lengths) < 200:  # the random test model may end a reply early (its stop token)
+                break
+        assert overlapped or min(lengths) < 200, "the two apps' replies should overlap"
         await a.close()
         await b.close()
     finally:
