@@ -83,6 +83,24 @@ class ApiGate:
             return self._app
 
 
+def metrics_app(engine):
+    """vLLM's Prometheus metrics of this process's engine, as `vllm serve` serves them at /metrics, behind the
+    API's key. Reading them never starts the engine: before its first start there are none."""
+    from prometheus_client import make_asgi_app
+    from vllm.v1.metrics.prometheus import get_prometheus_registry
+
+    exposition = make_asgi_app(get_prometheus_registry())
+
+    async def metrics(scope, receive, send) -> None:
+        key = engine.settings.api_key
+        if key is not None and not _authorized(scope, key.get_secret_value()):
+            return await _error(send, 401, "Missing or wrong API key: send it as 'Authorization: Bearer <key>' "
+                                           "(the server's CHAT_API_KEY).", "AuthenticationError")
+        await exposition(scope, receive, send)
+
+    return metrics
+
+
 def _authorized(scope, key: str) -> bool:
     headers = dict(scope.get("headers") or [])
     given = headers.get(b"authorization", b"").decode("latin-1")

@@ -191,5 +191,8 @@ def test_off_loopback_the_api_needs_a_key(engine_env, tmp_path):
         if right.status_code == 503:
             assert int(right.headers["retry-after"]) > 0
         assert httpx.get(server.url, timeout=30).status_code == 200, "the chat page needs no API key"
+        assert httpx.get(f"{server.url}/metrics", timeout=30).status_code == 401, "the metrics sit behind the key"
+        metrics = httpx.get(f"{server.url}/metrics", headers={"authorization": f"Bearer {key}"}, timeout=30)
+        assert metrics.status_code == 200 and "text/plain" in metrics.headers["content-type"]
     finally:
         assert server.stop() == 0

@@ -1,8 +1,9 @@
 """Serving the OpenAI-compatible API from Chainlit's own web server, and refusing to serve it unguarded.
 
 The API's paths are routed to the gate (engine/api_gate.py) ahead of Chainlit's catch-all page route,
-so API clients, the chat and the browser share one port, one process and one engine. Off loopback the
-app does not start without `CHAT_API_KEY`: an open API would let anyone on the network use the GPU.
+so API clients, the chat and the browser share one port, one process and one engine; `/metrics` serves
+the engine's Prometheus metrics beside them, behind the same key. Off loopback the app does not start
+without `CHAT_API_KEY`: an open API would let anyone on the network use the GPU.
 """
 
 import sys
@@ -10,6 +11,8 @@ import sys
 from starlette.routing import BaseRoute, Match, NoMatchFound
 
 from engine.openai_app import SERVED_PATHS
+
+METRICS_PATH = "/metrics"
 from ui.port import chosen_port, is_loopback
 
 KEY_HOWTO = ('Set CHAT_API_KEY in .env (make one with: python -c "import secrets; print(secrets.token_urlsafe(32))") '
@@ -17,15 +20,16 @@ KEY_HOWTO = ('Set CHAT_API_KEY in .env (make one with: python -c "import secrets
 
 
 class ApiRoute(BaseRoute):
-    """Matches the API's paths exactly, whatever the method, and hands the request on untouched."""
+    """Matches `paths` exactly, whatever the method, and hands the request on untouched."""
 
     is_api_route = True
 
-    def __init__(self, app):
+    def __init__(self, app, paths=SERVED_PATHS):
         self.app = app
+        self.paths = paths
 
     def matches(self, scope):
-        if scope["type"] == "http" and scope["path"].rstrip("/") in SERVED_PATHS:
+        if scope["type"] == "http" and scope["path"].rstrip("/") in self.paths:
             return Match.FULL, {}
         return Match.NONE, {}
 
@@ -36,25 +40,28 @@ class ApiRoute(BaseRoute):
         await self.app(scope, receive, send)
 
 
-def serve_api(gate) -> None:
-    """Route the API to `gate` on Chainlit's server; a `-w` reload replaces the route, never adds a second."""
+def serve_api(gate, metrics=None) -> None:
+    """Route the API to `gate` (and /metrics to `metrics`) on Chainlit's server; a `-w` reload replaces the
+    routes, never adds second ones."""
     from chainlit.server import app
 
     routes = app.router.routes
     routes[:] = [route for route in routes if not getattr(route, "is_api_route", False)]
     routes.insert(0, ApiRoute(gate))
+    if metrics is not None:
+        routes.insert(0, ApiRoute(metrics, frozenset({METRICS_PATH})))
 
 
 def open_api(engine) -> None:
     """Serve the API on this server (unless CHAT_API=false); off loopback only with a key."""
-    from engine.api_gate import shared_gate
+    from engine.api_gate import metrics_app, shared_gate
 
     if not engine.serves_api:  # a remote vLLM server serves its own API
         return
     host, _ = chosen_port()
     exit_if_api_unguarded(host, engine.settings)
     if engine.settings.api:
-        serve_api(shared_gate(engine))
+        serve_api(shared_gate(engine), metrics_app(engine))
 
 
 def exit_if_api_unguarded(host: str, settings) -> None:
