@@ -28,10 +28,8 @@ class ApiGate:
         self._building = asyncio.Lock()
 
     async def __call__(self, scope, receive, send) -> None:
-        key = self.engine.settings.api_key
-        if key is not None and not _authorized(scope, key.get_secret_value()):
-            return await _error(send, 401, "Missing or wrong API key: send it as 'Authorization: Bearer <key>' "
-                                           "(the server's CHAT_API_KEY).", "AuthenticationError")
+        if await _refused(self.engine, scope, send):
+            return
         body = await _read_body(receive)
         if body is None:
             return await _error(send, 413, f"The request body is larger than {MAX_BODY_BYTES // 2**20} MiB; "
@@ -92,13 +90,20 @@ def metrics_app(engine):
     exposition = make_asgi_app(get_prometheus_registry())
 
     async def metrics(scope, receive, send) -> None:
-        key = engine.settings.api_key
-        if key is not None and not _authorized(scope, key.get_secret_value()):
-            return await _error(send, 401, "Missing or wrong API key: send it as 'Authorization: Bearer <key>' "
-                                           "(the server's CHAT_API_KEY).", "AuthenticationError")
-        await exposition(scope, receive, send)
+        if not await _refused(engine, scope, send):
+            await exposition(scope, receive, send)
 
     return metrics
+
+
+async def _refused(engine, scope, send) -> bool:
+    """Answer 401 and say so when the server has an API key and the request does not carry it."""
+    key = engine.settings.api_key
+    if key is None or _authorized(scope, key.get_secret_value()):
+        return False
+    await _error(send, 401, "Missing or wrong API key: send it as 'Authorization: Bearer <key>' "
+                            "(the server's CHAT_API_KEY).", "AuthenticationError")
+    return True
 
 
 def _authorized(scope, key: str) -> bool:
