@@ -154,18 +154,19 @@ async def test_two_sessions_chat_at_the_same_time(app_server):
         await a.change_settings({"max_tokens": 8192})
         await b.change_settings({"max_tokens": 200})
         shared = []
-        for _ in range(3):  # the random test model may end A's reply early: B must ask while it streams
+        for _ in range(3):  # the random test model may end A's reply early
             steps_before, before = steps_for_several(app_server.url), {m.id for m in a.replies()}
+            # B asks right after A, not once A is seen streaming: the client may see that only at A's end
             await a.send("I am session A")
-            long = await a.streaming_reply(before)
             reply_b = await b.ask("I am session B")
+            long = await a.streaming_reply(before)
             assert stats_of(reply_b.content)["reply"] == 200
             assert long.id not in b.messages and reply_b.id not in a.messages, "each session sees only its own"
             shared.append(steps_for_several(app_server.url) - steps_before)
             if not a.ended:
                 await a.stop()
             await a.wait_idle()
-            if shared[-1] >= 150:  # most of B's 200 tokens were made in the same engine steps as A's
+            if shared[-1] >= 100:  # B's tokens were made in the same engine steps as A's (alone: 0 such steps)
                 return
         pytest.fail(f"in 3 tries session B's reply was not made beside session A's (steps for both: {shared})")
     finally:
