@@ -11,9 +11,9 @@ import sys
 from starlette.routing import BaseRoute, Match, NoMatchFound
 
 from engine.openai_app import SERVED_PATHS
+from ui.port import chosen_port, is_loopback
 
 METRICS_PATH = "/metrics"
-from ui.port import chosen_port, is_loopback
 
 KEY_HOWTO = ('Set CHAT_API_KEY in .env (make one with: python -c "import secrets; print(secrets.token_urlsafe(32))") '
              "and give it to the API's clients, or turn the API off with CHAT_API=false.")
@@ -40,7 +40,7 @@ class ApiRoute(BaseRoute):
         await self.app(scope, receive, send)
 
 
-def serve_api(gate, metrics=None) -> None:
+def serve_api(gate, metrics) -> None:
     """Route the API to `gate` (and /metrics to `metrics`) on Chainlit's server; a `-w` reload replaces the
     routes, never adds second ones."""
     from chainlit.server import app
@@ -48,8 +48,7 @@ def serve_api(gate, metrics=None) -> None:
     routes = app.router.routes
     routes[:] = [route for route in routes if not getattr(route, "is_api_route", False)]
     routes.insert(0, ApiRoute(gate))
-    if metrics is not None:
-        routes.insert(0, ApiRoute(metrics, frozenset({METRICS_PATH})))
+    routes.insert(0, ApiRoute(metrics, frozenset({METRICS_PATH})))
 
 
 def open_api(engine) -> None:
