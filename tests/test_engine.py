@@ -88,13 +88,16 @@ async def test_cancelling_the_consumer_task_stops_generation(engine):
     assert engine.status().requests_running == 0
 
 
+STREAM_TOKENS = 1000  # long enough that a stall of the test process (17-23 s, bench/stalls.py) rarely spans a round
+
+
 async def test_eight_concurrent_streams_all_complete(engine):
     for _ in range(3):
         results = await asyncio.gather(*(
             collect(engine.stream([{"role": "user", "content": f"Question number {i}"}],
-                                  Sampling(max_tokens=200, ignore_eos=True)))
+                                  Sampling(max_tokens=STREAM_TOKENS, ignore_eos=True)))
             for i in range(8)))
-        assert all(stats.generated_tokens == 200 and stats.finish_reason == "length" for _, stats in results)
+        assert all(stats.generated_tokens == STREAM_TOKENS and stats.finish_reason == "length" for _, stats in results)
         # streamed, not handed over whole: how many pieces depends on how far the consumer falls behind its engine,
         # and a test process that stood still while the engine generated gets each reply merged into one piece
         # (README, "Reliability"); an engine that does not stream fails every round
