@@ -17,8 +17,8 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
-from ui import connection, history, pauses, sidebar, signin, start, text  # noqa: E402
-from ui.api_route import open_api  # noqa: E402
+from ui import connection, guard, history, pauses, sidebar, signin, start, text  # noqa: E402
+from ui.api_route import GUARDED_PATHS, open_api  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
 from ui.port import chosen_port, exit_if_port_taken, is_loopback  # noqa: E402
 
@@ -35,6 +35,8 @@ engine = shared_engine()
 open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
 chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE])  # None with CHAT_HISTORY=false
 signin.install(is_loopback(chosen_port()[0]), chat_history, engine.settings.history_db.parent)
+guard.install(loopback=is_loopback(chosen_port()[0]), signin=chat_history is not None, settings=engine.settings,
+              api_paths=GUARDED_PATHS)
 
 
 @cl.set_starters

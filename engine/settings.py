@@ -77,8 +77,27 @@ class Settings(BaseSettings):
         None, pattern=r"^postgres(ql)?(\+asyncpg)?://\S+$", description="A PostgreSQL database for the history instead of "
         "the SQLite file (postgresql://user:password@host/db), so several app processes share one history.")
 
+    allowed_hosts: str = Field(
+        "", pattern=r"^[\w.\-*\[\]:, ]*$", description="Names besides localhost that the server answers to, "
+        "comma-separated (a name of this machine in /etc/hosts, a reverse proxy's public name); * answers any.")
+    allowed_origins: str = Field(
+        "", pattern=r"^[\w.\-*/:, \[\]]*$", description="Web pages of other origins that may call the server "
+        "from a browser, comma-separated (e.g. http://localhost:3000 for a web app of your own that uses the API).")
+
+    @property
+    def allowed_host_list(self) -> list[str]:
+        return _split(self.allowed_hosts)
+
+    @property
+    def allowed_origin_list(self) -> list[str]:
+        return _split(self.allowed_origins)
+
     def sampling(self) -> Sampling:
         return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
+
+
+def _split(names: str) -> list[str]:
+    return [name.strip() for name in names.split(",") if name.strip()]
 
 
 def describe(error: ValidationError, prefix: str | None = ENV_PREFIX) -> str:

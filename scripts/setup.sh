@@ -45,8 +45,8 @@ fi
 echo "setup: installing the $variant build into .venv"
 .venv/bin/python -m uv pip sync -q --python .venv/bin/python "${sources[@]}" "requirements/$variant.lock"
 # The browser test, with fonts for Chinese and emoji so its pictures show what users see; PostgreSQL for the
-# shared-history test (the test starts its own server in a temporary folder).
-browser=(chromium chromium-driver fonts-noto-cjk fonts-noto-color-emoji postgresql)
+# shared-history test and nginx for the reverse-proxy test (each test starts its own server in a temporary folder).
+browser=(chromium chromium-driver fonts-noto-cjk fonts-noto-color-emoji postgresql nginx)
 if [ $dev = 1 ] && ! dpkg -s "${browser[@]}" > /dev/null 2>&1; then
   echo "setup: installing Debian's ${browser[*]} for the browser and PostgreSQL tests"
   sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo

@@ -36,6 +36,7 @@ class ChatClient:
         `thread_id` reopens that chat from the history, as clicking it in the sidebar does.
         """
         self.url, self.user, self.password, self.thread_id = url, user, password, thread_id
+        self.session_id = str(uuid.uuid4())  # Chainlit's session: a reconnect with it restores the chat
         self.resumed: dict | None = None  # the stored thread the server sent back on a resume
         self.resume_error: str | None = None
         self.sio = socketio.AsyncClient(reconnection=False)
@@ -78,7 +79,7 @@ class ChatClient:
     async def connect(self, timeout: float = 30) -> "ChatClient":
         token = await self.sign_in()
         headers = {"Cookie": f"access_token={token}"} if token else {}
-        auth = {"clientType": "webapp", "sessionId": str(uuid.uuid4()), "threadId": self.thread_id,
+        auth = {"clientType": "webapp", "sessionId": self.session_id, "threadId": self.thread_id,
                 "userEnv": "{}", "chatProfile": ""}
         # wait_timeout: python-socketio gives the server 1 s to accept the connection by default, and then fails
         # with "Unexpected connection error"; a server busy with many chats (sign-in, its database) can take longer

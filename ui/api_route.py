@@ -14,6 +14,7 @@ from engine.openai_app import SERVED_PATHS
 from ui.port import chosen_port, is_loopback
 
 METRICS_PATH = "/metrics"
+GUARDED_PATHS = SERVED_PATHS | {METRICS_PATH}  # what a request through a proxy may use only with the API's key
 
 KEY_HOWTO = ('Set CHAT_API_KEY in .env (make one with: python -c "import secrets; print(secrets.token_urlsafe(32))") '
              "and give it to the API's clients, or turn the API off with CHAT_API=false.")

@@ -1,9 +1,10 @@
 """Who is chatting, so each history belongs to someone: Chainlit's own sign-in, chosen by where the server listens.
 
-On loopback nobody is asked: Chainlit's header sign-in gives every visitor the one local user ("local"), who
-owns the history. On any other address Chainlit's password sign-in is required: passwords are checked against
-scrypt hashes in the `chat_logins` table beside the history (Chainlit's users table keeps no passwords), added
-with `python scripts/add_user.py NAME`. Sign-in tokens are signed with CHAINLIT_AUTH_SECRET: on loopback one is
+On loopback nobody at this machine is asked: Chainlit's header sign-in gives such a visitor the one local user
+("local"), who owns the history. A request through a reverse proxy is not from this machine (ui/guard.py): it
+signs in with a password, as everyone does on any other address. Passwords are checked against scrypt hashes in
+the `chat_logins` table beside the history (Chainlit's users table keeps no passwords), added with
+`python scripts/add_user.py NAME`. Sign-in tokens are signed with CHAINLIT_AUTH_SECRET: on loopback one is
 made once and kept in the data folder; elsewhere it must be set, so a restart does not sign everyone out and
 the secret is a decision, not an accident.
 """
@@ -15,6 +16,8 @@ import os
 import secrets
 import sys
 from pathlib import Path
+
+from ui.guard import forwarded
 
 LOCAL_USER = "local"
 SECRET_HOWTO = "Make one with `chainlit create-secret` and put the CHAINLIT_AUTH_SECRET line it prints in .env."
@@ -69,16 +72,6 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
         return
     ensure_secret(loopback, data_dir)
 
-    if loopback:
-        config.code.password_auth_callback = None
-
-        @cl.header_auth_callback
-        async def local_user(headers):
-            return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})
-        return
-
-    config.code.header_auth_callback = None
-
     @cl.password_auth_callback
     async def check_password(username: str, password: str):
         rows = await layer.execute_sql('SELECT "hash" FROM chat_logins WHERE "identifier" = :name',
@@ -86,3 +79,13 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
         if rows and await asyncio.to_thread(password_matches, password, rows[0]["hash"]):
             return cl.User(identifier=username, metadata={"provider": "password"})
         return None
+
+    if not loopback:
+        config.code.header_auth_callback = None
+        return
+
+    @cl.header_auth_callback
+    async def local_user(headers):
+        if forwarded(headers):  # someone elsewhere, through a proxy on this machine (ui/guard.py answers first)
+            return None
+        return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})

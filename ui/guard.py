@@ -1,0 +1,230 @@
+"""Who may talk to this server at all: the Host it was called by, the page that calls it, and whether a proxy
+stands between, checked before any route runs (the chat, the socket, /v1 and /metrics alike).
+
+On loopback nobody signs in (ui/signin.py), so "this request comes from a person at this machine" must be true:
+- **Host**: a page on another site whose name was rebound to 127.0.0.1 (DNS rebinding) calls us by its own name.
+  Only loopback names, and those in CHAT_ALLOWED_HOSTS, are answered (403 otherwise).
+- **Origin**: a page of another site, open in the user's own browser, may send requests (and a socket) with
+  the user's cookies. Only the app's own origin and those in CHAT_ALLOWED_ORIGINS are answered; only the latter
+  get CORS headers (the same origin needs none).
+- **Proxies**: a request carrying forwarding headers was sent by someone elsewhere through a reverse proxy on
+  this machine: it never gets the local user (the sign-in asks for a password) nor the API without its key.
+Password sign-ins are also slowed here: after `MAX_FAILURES` failures within `FAILURE_WINDOW_S` for one user
+name or one client address, /login answers 429 with Retry-After until the oldest failure ages out.
+"""
+
+import ipaddress
+import json
+import time
+from collections import defaultdict, deque
+from urllib.parse import parse_qs, urlsplit
+
+FORWARDING_HEADERS = (b"x-forwarded-for", b"forwarded", b"x-real-ip")
+LOOPBACK_NAMES = {"localhost"}
+MAX_FAILURES = 5
+FAILURE_WINDOW_S = 60.0
+MAX_LOGIN_BODY = 64 * 1024
+LOGIN_PATH = "/login"
+HEADER_SIGNIN_PATH = "/auth/header"  # the local user's sign-in: never through a proxy
+PROXY_SIGNIN = ("This request came through a proxy, so it does not sign in as this machine's user: sign in with a "
+                "user name and password (the server's owner adds users with `python scripts/add_user.py NAME`).")
+
+
+def forwarded(headers) -> bool:
+    """Whether a proxy says it passed this request on (`headers`: Starlette's or the ASGI scope's)."""
+    if hasattr(headers, "get"):
+        return any(headers.get(name.decode()) is not None for name in FORWARDING_HEADERS)
+    return any(name in FORWARDING_HEADERS for name, _ in headers)
+
+
+def host_name(host: str) -> str:
+    """'Name:port' or '[v6]:port' -> the bare lower-case name."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def is_loopback_name(name: str) -> bool:
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class FailedSignIns:
+    """Recent failed password sign-ins per key (a user name or a client address)."""
+
+    def __init__(self, now=time.monotonic):
+        self.now = now
+        self.failures: dict[str, deque] = defaultdict(deque)
+
+    def wait_s(self, keys) -> float:
+        """0 when each key may try again, else the seconds until the first of them may."""
+        self._forget_old()
+        wait = 0.0
+        for key in keys:
+            times = self.failures.get(key, ())
+            if len(times) >= MAX_FAILURES:
+                wait = max(wait, times[0] + FAILURE_WINDOW_S - self.now())
+        return wait
+
+    def add(self, keys) -> None:
+        for key in keys:
+            self.failures[key].append(self.now())
+
+    def _forget_old(self) -> None:
+        """Failures older than the window count no more; keys without any go, so they cannot pile up."""
+        cutoff = self.now() - FAILURE_WINDOW_S
+        for key in list(self.failures):
+            times = self.failures[key]
+            while times and times[0] <= cutoff:
+                times.popleft()
+            if not times:
+                del self.failures[key]
+
+
+class Guard:
+    """ASGI middleware over Chainlit's whole app. `loopback`: the server listens on loopback only (Host names are
+    then checked); `signin`: a sign-in exists for requests through a proxy; `api_paths`: /v1 and /metrics."""
+
+    def __init__(self, app, *, loopback: bool, signin: bool, api_keyed: bool, api_paths, allowed_hosts=(),
+                 allowed_origins=()):
+        self.app, self.loopback, self.signin, self.api_keyed = app, loopback, signin, api_keyed
+        self.api_paths = frozenset(api_paths)
+        self.allowed_hosts = {name.lower() for name in allowed_hosts}
+        self.allowed_origins = {origin.lower().rstrip("/") for origin in allowed_origins}
+        self.failed = FailedSignIns()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        problem = self._refusal(scope, headers)
+        if problem is not None:
+            return await _refuse(scope, receive, send, 401 if problem is PROXY_SIGNIN else 403, problem)
+        if scope["type"] == "http" and scope["path"] == LOGIN_PATH and scope["method"] == "POST":
+            return await self._login(scope, receive, send, headers)
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope, headers: dict) -> str | None:
+        host = headers.get(b"host", b"").decode("latin-1")
+        name = host_name(host)
+        if (self.loopback or self.allowed_hosts) and not self._host_allowed(name):
+            return (f"This server answers only to the names of this machine, not to '{name or 'no host'}'. To reach "
+                    "it by that name, add it to CHAT_ALLOWED_HOSTS in .env.")
+        origin = headers.get(b"origin")
+        if origin is not None and not self._origin_allowed(origin.decode("latin-1"), host):
+            return (f"Requests from other web pages ({origin.decode('latin-1')}) are refused. To let that page "
+                    "use this server, add its origin to CHAT_ALLOWED_ORIGINS in .env.")
+        if self.loopback and forwarded(scope.get("headers") or []):
+            if not self.signin:
+                return ("This request came through a proxy, so its sender must sign in, and the sign-in keeps its "
+                        "users in the history, which CHAT_HISTORY=false turns off. Remove CHAT_HISTORY=false.")
+            if scope["path"] == HEADER_SIGNIN_PATH:
+                return PROXY_SIGNIN
+            if scope["path"].rstrip("/") in self.api_paths and not self.api_keyed:
+                return ("This API request came through a proxy, so it needs a key: set CHAT_API_KEY in .env and "
+                        "send it as 'Authorization: Bearer <key>'.")
+        return None
+
+    def _host_allowed(self, name: str) -> bool:
+        return "*" in self.allowed_hosts or name in self.allowed_hosts or (self.loopback and is_loopback_name(name))
+
+    def _origin_allowed(self, origin: str, host: str) -> bool:
+        origin = origin.lower().rstrip("/")
+        if origin in self.allowed_origins or "*" in self.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and bool(host) and parts.netloc == host.lower()
+
+    async def _login(self, scope, receive, send, headers: dict):
+        """A password sign-in, refused for a while after too many failures of its user name or address."""
+        body = await _read_body(receive, MAX_LOGIN_BODY)
+        if body is None:
+            return await _refuse(scope, receive, send, 413, "The sign-in form is too large.")
+        user = (parse_qs(body.decode("latin-1")).get("username") or [""])[0].strip().lower()
+        keys = [f"user:{user}", f"address:{_client_address(scope, headers)}"]
+        wait = self.failed.wait_s(keys)
+        if wait > 0:
+            return await _refuse(scope, receive, send, 429, f"Too many failed sign-ins for this user or address; "
+                                 f"try again in {int(wait) + 1} s.", retry_after=int(wait) + 1)
+        status = {}
+
+        async def watched(message):
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        await self.app(scope, _replay(body, receive), watched)
+        if status.get("code") in (401, 403):
+            self.failed.add(keys)
+
+
+def _client_address(scope, headers: dict) -> str:
+    """The address the nearest proxy saw (it appends it last), else the connection's own."""
+    for name in (b"x-forwarded-for", b"x-real-ip"):
+        if name in headers:
+            return headers[name].decode("latin-1").split(",")[-1].strip()
+    return (scope.get("client") or ("?",))[0]
+
+
+async def _read_body(receive, limit: int) -> bytes | None:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit:
+            return None
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive):
+    sent = False
+
+    async def replayed():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+async def _refuse(scope, receive, send, status: int, reason: str, retry_after: int | None = None) -> None:
+    """A one-line reason as JSON (`detail`, as Chainlit's own errors), or a socket closed before it opens."""
+    if scope["type"] == "websocket":
+        await receive()  # the connect event
+        return await send({"type": "websocket.close", "code": 1008, "reason": reason[:120]})
+    body = json.dumps({"detail": reason}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def install(*, loopback: bool, signin: bool, settings, api_paths) -> None:
+    """Put the guard in front of Chainlit's app, and its CORS for CHAT_ALLOWED_ORIGINS only, once per process
+    (a `-w` reload finds the app already serving with them)."""
+    from chainlit.server import app
+    from starlette.middleware import Middleware
+    from starlette.middleware.cors import CORSMiddleware
+
+    if app.middleware_stack is not None:
+        return
+    origins = settings.allowed_origin_list
+    app.user_middleware[:] = [entry for entry in app.user_middleware if entry.cls is not CORSMiddleware]
+    app.user_middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(origins), allow_credentials=True,
+                                             allow_methods=["*"], allow_headers=["*"]))
+    app.user_middleware.insert(0, Middleware(Guard, loopback=loopback, signin=signin,
+                                             api_keyed=settings.api_key is not None, api_paths=api_paths,
+                                             allowed_hosts=settings.allowed_host_list, allowed_origins=origins))
