@@ -1,23 +1,53 @@
-"""The door in front of the OpenAI-compatible API: the key, the body's size, `n`, and the engine's state.
+"""The door in front of the OpenAI-compatible API: the key, the body's size, the sequences asked, the engine's state.
 
 vLLM's app (engine/openai_app.py) answers the protocol once a request is let through. This gate
-decides first, so that a missing key is a 401, an oversized body a 413, and an engine that is
-starting, switching presets or restarting makes a request wait up to `api_wait_s` and then get a
-503 with Retry-After: never a hang, never a 500. It also counts the API requests in flight, for
-the status panel. A plain ASGI app, so any web server can route to it.
+decides first, so that a missing key is a 401, an oversized body a 413, a request for more
+sequences than the engine has slots a 400, and an engine that is starting, switching presets or
+restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
+hang, never a 500. A request's sequences are its prompts times its `n`, read with vLLM's own
+request models (so "40" and 40.0 count as 40, as vLLM will run them), against the preset that runs
+or that the first start will pick. It also counts the API's sequences in flight, for the status
+panel and `saturated()`. A plain ASGI app, so any web server can route to it.
 """
 
 import asyncio
 import hmac
 import json
 import logging
+from dataclasses import dataclass
 
+from engine import build, hardware, presets, sizing
 from engine.errors import ChatError
 from engine.openai_app import build_openai_app
 
 log = logging.getLogger("engine")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # far above the longest prompt a preset's context holds
 RETRY_AFTER_S = 10
+CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The sequences one request asks of the engine: each prompt runs `per_prompt` of them (`n`, or a larger
+    `best_of` where vLLM has one)."""
+
+    prompts: int
+    per_prompt: int
+    field: str = "n"
+
+    @property
+    def sequences(self) -> int:
+        return self.prompts * self.per_prompt
+
+    def too_many(self, slots: int | None) -> str | None:
+        """Why an engine of `slots` sequence slots cannot run it, or None when it fits (or `slots` is unknown)."""
+        if slots is None or self.sequences <= slots:
+            return None
+        what = f"{self.field}={self.per_prompt}" if self.prompts == 1 else \
+            f"{self.prompts} prompts x {self.field}={self.per_prompt}"
+        fix = f"a smaller {self.field}" if self.prompts == 1 else f"fewer prompts or a smaller {self.field}"
+        return (f"This request asks for {self.sequences} sequences ({what}); the engine has {slots} sequence "
+                f"slots: send {fix}.")
 
 
 class ApiGate:
@@ -26,6 +56,7 @@ class ApiGate:
         self._app = None
         self._app_client = None  # the engine instance `_app` was built for
         self._building = asyncio.Lock()
+        self._models: dict | None = None  # vLLM's request models by path, imported on first use
 
     async def __call__(self, scope, receive, send) -> None:
         if await _refused(self.engine, scope, send):
@@ -34,37 +65,44 @@ class ApiGate:
         if body is None:
             return await _error(send, 413, f"The request body is larger than {MAX_BODY_BYTES // 2**20} MiB; "
                                            "send a shorter prompt.", "RequestTooLarge")
-        problem = self._check(body)
-        if problem is not None:
-            return await _error(send, 400, problem, "BadRequestError", "n")
         try:
-            app = await asyncio.wait_for(self._served_app(), self.engine.settings.api_wait_s)
+            cost = await self._cost(scope, body)
+            problem = cost and cost.too_many(await self._slots())
+            if not problem:
+                app = await asyncio.wait_for(self._served_app(), self.engine.settings.api_wait_s)
+                problem = cost and cost.too_many(self.engine.preset.max_num_seqs)  # the preset that did start
         except (TimeoutError, asyncio.TimeoutError):
             return await _error(send, 503, "The model engine is starting or switching presets; try again in a few "
                                            "seconds.", "ServiceUnavailable", retry_after=True)
         except ChatError as error:  # the start failed: trying again will not help until it is fixed
             return await _error(send, 503, str(error), "ServiceUnavailable")
-        except Exception as error:  # vLLM's serving app could not be built (a broken install)
+        except Exception as error:  # vLLM's serving app or request models could not be loaded (a broken install)
             log.exception("the OpenAI-compatible API could not be set up")
             return await _error(send, 500, f"The API could not be set up ({type(error).__name__}: {error}). The "
                                            "server log has the details; check that vLLM is installed completely.",
                                 "InternalServerError")
-        self.engine.api_running += 1
+        if problem:
+            return await _error(send, 400, problem, "BadRequestError", cost.field)
+        sequences = cost.sequences if cost else 0
+        self.engine.api_sequences += sequences
         try:
             await app(scope, _replay(body, receive), send)
         finally:
-            self.engine.api_running -= 1
+            self.engine.api_sequences -= sequences
 
-    def _check(self, body: bytes) -> str | None:
-        """What vLLM does not bound: `n` copies of a reply, each taking a sequence slot of the engine."""
-        try:
-            n = json.loads(body).get("n") if body else None
-        except (ValueError, AttributeError):
-            return None  # not a JSON object: vLLM's own validation answers it
-        slots = self.engine.preset.max_num_seqs if self.engine.preset else 1
-        if isinstance(n, int) and not isinstance(n, bool) and not 1 <= n <= slots:
-            return f"n must be in [1, {slots}] (the engine's sequence slots), got {n}."
-        return None
+    async def _cost(self, scope, body: bytes) -> Cost | None:
+        """What the request asks of the engine; None when it generates nothing (e.g. /v1/models)."""
+        path = scope.get("path", "").rstrip("/")
+        if path not in (CHAT_PATH, COMPLETIONS_PATH) or not body:
+            return None
+        if self._models is None:  # importing vLLM takes seconds: not on the event loop
+            self._models = await asyncio.to_thread(_request_models)
+        return request_cost(self._models[path], body)
+
+    async def _slots(self) -> int | None:
+        """The sequence slots of the running preset, or of the one the next start will pick (None: it will fail)."""
+        preset = self.engine.preset or await asyncio.to_thread(planned_preset, self.engine)
+        return preset.max_num_seqs if preset else None
 
     async def _served_app(self):
         """vLLM's app for the running engine, starting the engine first when it does not run."""
@@ -79,6 +117,61 @@ class ApiGate:
                 self._app_client = client
                 log.info("OpenAI-compatible API ready at /v1 for %s", self.engine.settings.model)
             return self._app
+
+
+def request_cost(model, body: bytes) -> Cost | None:
+    """The sequences a JSON `body` asks for, read by vLLM's request `model` as vLLM will read it ("40" and 40.0
+    are n=40); None when vLLM will refuse the body itself (not JSON, n of 0, "40.5", an empty prompt)."""
+    try:
+        request = model.model_validate(json.loads(body))
+    except Exception:  # vLLM's own validation answers it, in its own words
+        return None
+    fields = type(request).model_fields
+    n = 1 if request.n is None else request.n  # the chat's n may be null: vLLM runs one
+    best_of = request.best_of if "best_of" in fields else None  # sent to a vLLM without it, it is ignored
+    prompts = _prompts(request.prompt) + _prompts(request.prompt_embeds) if "prompt" in fields else 1
+    if n < 1 or prompts < 1:
+        return None
+    return Cost(prompts, best_of, "best_of") if best_of is not None and best_of > n else Cost(prompts, n)
+
+
+def _prompts(prompt) -> int:
+    """How many prompts a completion's `prompt` (or `prompt_embeds`) holds: a string or a list of token ids is
+    one, a list of strings or of token-id lists is one each (as vLLM's `prompt_to_seq` splits them)."""
+    if prompt is None:
+        return 0
+    if isinstance(prompt, (str, bytes)) or (prompt and all(isinstance(t, int) for t in prompt)):
+        return 1
+    return len(prompt)
+
+
+def _request_models() -> dict:
+    """vLLM's own models of the two generating requests (where vLLM 0.16 and later keep them), by path."""
+    with build.IMPORTS:
+        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+        from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+    return {CHAT_PATH: ChatCompletionRequest, COMPLETIONS_PATH: CompletionRequest}
+
+
+def planned_preset(engine) -> presets.Preset | None:
+    """The preset the engine runs, or the one its next start will pick, by the same rules as
+    `startup.plan_start` (`auto`: the CPU preset without a usable GPU, else the largest that fits its free
+    memory) but without its model checks; None when that start cannot succeed. Reads NVML: call off the loop."""
+    if engine.preset is not None:
+        return engine.preset
+    settings = engine.settings
+    try:
+        preset = presets.lookup(engine.preset_name, settings.custom_preset)
+    except ChatError:
+        return None
+    if settings.device == "cpu" or (preset is not None and preset.device == "cpu"):
+        return preset if preset is not None and preset.device == "cpu" else presets.BUILT_IN["cpu"]
+    if preset is not None:
+        return preset
+    gpu = None if hardware.cpu_build() else hardware.gpu()
+    if gpu is None:
+        return presets.BUILT_IN["cpu"] if settings.device == "auto" else None
+    return presets.pick_auto(gpu.free_bytes, sizing.weights_bytes(settings.model))
 
 
 def metrics_app(engine):

@@ -60,7 +60,9 @@ class ChatEngine:
         self._start_task: asyncio.Future | None = None
         self._progress = ProgressReports()
         self._active: set[str] = set()  # the chats' requests
-        self.api_running = 0  # requests of the OpenAI-compatible API in flight (counted by engine/api_gate.py)
+        # sequences the OpenAI-compatible API has in flight (counted by engine/api_gate.py): a request with n=4
+        # takes 4 of the preset's slots, as 4 chats would
+        self.api_sequences = 0
         self.starting = False
         self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
@@ -356,7 +358,7 @@ class ChatEngine:
 
     def saturated(self) -> bool:
         """True when every sequence slot is taken (by chats or the API): a new request waits in vLLM's queue."""
-        return self.preset is not None and len(self._active) + self.api_running >= self.preset.max_num_seqs
+        return self.preset is not None and len(self._active) + self.api_sequences >= self.preset.max_num_seqs
 
     async def _abort_quietly(self, llm, request_id: str) -> None:
         try:
@@ -403,7 +405,7 @@ class ChatEngine:
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
-            chat_requests=len(self._active), api_requests=self.api_running,
+            chat_requests=len(self._active), api_sequences=self.api_sequences,
         )
 
 

@@ -47,5 +47,5 @@ class Status:
     kv_cache_usage: float | None  # fraction of the KV cache in use
     requests_running: int
     requests_waiting: int
-    chat_requests: int = 0  # in flight, by where they came from
-    api_requests: int = 0
+    chat_requests: int = 0  # in flight, by where they came from; a chat's request is one sequence
+    api_sequences: int = 0  # an API request runs a sequence per prompt and choice (prompts x n)

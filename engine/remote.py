@@ -39,7 +39,7 @@ class RemoteEngine:
         self.preset_name, self.preset = "remote", None
         self.model: str | None = None
         self.max_model_len: int | None = None
-        self.starting, self.failure, self.api_running = False, None, 0
+        self.starting, self.failure, self.api_sequences = False, None, 0
         self._up = False
         self._gauges: dict[str, float] = {}
         self._active: dict[str, object] = {}  # request id -> its open stream
@@ -240,7 +240,7 @@ class RemoteEngine:
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
-            chat_requests=len(self._active), api_requests=0,
+            chat_requests=len(self._active), api_sequences=0,
         )
 
     def expect_stop_on_signals(self) -> None:

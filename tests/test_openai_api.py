@@ -117,10 +117,11 @@ async def test_during_a_preset_switch_api_requests_wait_for_the_new_engine(api, 
     assert "Switching to 'custom': Ready" in chat.all_text()
 
 
-async def test_the_status_panel_counts_api_requests_and_a_dropped_stream_is_aborted(app_server, api, chat):
+async def test_the_status_panel_counts_api_sequences_and_a_dropped_stream_is_aborted(app_server, api, chat):
     _, model = api
+    # n=3: one request, three sequences in the engine's slots
     body = {"model": model, "messages": [{"role": "user", "content": "Go on forever."}], "max_tokens": 8000,
-            "stream": True, "ignore_eos": True}
+            "stream": True, "ignore_eos": True, "n": 3}
     async with httpx.AsyncClient(base_url=app_server.url, timeout=60) as http:
         async with http.stream("POST", "/v1/chat/completions", json=body) as stream:
             assert stream.status_code == 200
@@ -128,11 +129,11 @@ async def test_the_status_panel_counts_api_requests_and_a_dropped_stream_is_abor
             while not (await anext(lines)).startswith("data: {"):
                 pass
             status = await chat.ask("/status")
-            assert "| Requests from chats / the API | 0 / 1 |" in status.content, status.content
+            assert "| Sequences from chats / the API | 0 / 3 |" in status.content, status.content
     # the client went away mid-reply: the request must be gone from the engine, not run for 8,000 tokens
     await nothing_running(chat)
     status = await chat.ask("/status")
-    assert "| Requests from chats / the API | 0 / 0 |" in status.content, status.content
+    assert "| Sequences from chats / the API | 0 / 0 |" in status.content, status.content
 
 
 BAD_REQUESTS = [  # (what is wrong, the body's changes, the status, a word the message must contain)
@@ -141,7 +142,10 @@ BAD_REQUESTS = [  # (what is wrong, the body's changes, the status, a word the m
     ("prompt longer than the context", {"messages": [{"role": "user", "content": "word " * 12_000}]}, 400,
      "context length"),
     ("negative temperature", {"temperature": -1}, 400, "temperature"),
-    ("n of 1000", {"n": 1000}, 400, "n must be in"),
+    ("n of 1000", {"n": 1000}, 400, "asks for 1000 sequences (n=1000); the engine has 8 sequence slots"),
+    ("n of '40'", {"n": "40", "max_tokens": 1}, 400, "asks for 40 sequences (n=40)"),  # vLLM reads "40" as 40
+    ("n of 40.0", {"n": 40.0, "max_tokens": 1}, 400, "asks for 40 sequences (n=40)"),
+    ("n of '64'", {"n": "64", "max_tokens": 1}, 400, "asks for 64 sequences (n=64)"),
     ("no messages", {"messages": ...}, 400, "messages"),
 ]
 
@@ -158,6 +162,19 @@ async def test_bad_input_gets_an_openai_error_with_a_4xx(app_server, engine_env,
     assert word in error["message"] and error["code"] == status
 
 
+async def test_a_prompt_list_counts_each_prompt_n_times(app_server, engine_env):
+    body = {"model": engine_env["CHAT_MODEL"], "prompt": [f"Prompt {i}" for i in range(40)], "n": 16, "max_tokens": 1}
+    async with httpx.AsyncClient(base_url=app_server.url, timeout=300) as http:
+        refused = await http.post("/v1/completions", json=body)
+        assert refused.status_code == 400, refused.text[:300]
+        assert refused.json()["error"]["message"] == (
+            "This request asks for 640 sequences (40 prompts x n=16); the engine has 8 sequence slots: send fewer "
+            "prompts or a smaller n.")
+        within = await http.post("/v1/completions", json={**body, "prompt": [[101, 102], [103]], "n": "4"})
+    assert within.status_code == 200, within.text
+    assert len(within.json()["choices"]) == 8
+
+
 @pytest.mark.parametrize("body, status", [(b"{not json", 400), (b'{"model": "' + b"x" * (10 * 2**20) + b'"}', 413)],
                          ids=["malformed JSON", "10 MB of JSON"])
 async def test_a_broken_or_huge_body_gets_an_openai_error(app_server, body, status):
@@ -165,6 +182,22 @@ async def test_a_broken_or_huge_body_gets_an_openai_error(app_server, body, stat
         response = await http.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"})
     assert response.status_code == status, response.text
     assert response.json()["error"]["message"]
+
+
+async def test_before_the_first_start_the_slots_are_those_of_the_preset_that_will_run(engine_env, tmp_path):
+    server = ChainlitServer(engine_env, tmp_path / "fresh.log").start()  # its engine has not started yet
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(300, connect=60)) as http:
+            body = {"model": engine_env["CHAT_MODEL"], "messages": [{"role": "user", "content": "Hi"}],
+                    "max_tokens": 4, "ignore_eos": True}
+            refused = await http.post("/v1/chat/completions", json={**body, "n": "40"})
+            assert refused.status_code == 400, refused.text
+            assert "the engine has 8 sequence slots" in refused.json()["error"]["message"]
+            accepted = await http.post("/v1/chat/completions", json={**body, "n": 8})  # starts the engine
+        assert accepted.status_code == 200, accepted.text
+        assert len(accepted.json()["choices"]) == 8
+    finally:
+        assert server.stop() == 0
 
 
 def test_off_loopback_the_api_needs_a_key(engine_env, tmp_path):

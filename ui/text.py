@@ -83,5 +83,5 @@ def status_text(status: Status) -> str:
         f"| Memory used / the preset's size | {gib(status.memory_used_gib)} / {gib(status.needs_gib)} |",
         f"| KV cache in use | {kv} |",
         f"| Requests running / queued | {status.requests_running} / {status.requests_waiting} |",
-        f"| Requests from chats / the API | {status.chat_requests} / {status.api_requests} |",
+        f"| Sequences from chats / the API | {status.chat_requests} / {status.api_sequences} |",
     ])
