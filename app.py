@@ -17,9 +17,10 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
-from ui import connection, guard, history, pauses, sidebar, signin, start, text  # noqa: E402
+from ui import chat_state, connection, guard, history, pauses, sidebar, signin, start, text  # noqa: E402
 from ui.api_route import GUARDED_PATHS, open_api  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
+from ui.failures import reported  # noqa: E402
 from ui.port import chosen_port, exit_if_port_taken, is_loopback  # noqa: E402
 
 pin_engine_modules()
@@ -28,7 +29,6 @@ connection.tolerate_quiet_servers()  # a busy server must not cost a chat its re
 
 CHAINLIT_STOP_NOTICE = "Task manually stopped."
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
-STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
 
 exit_if_port_taken()
 engine = shared_engine()
@@ -45,34 +45,20 @@ async def starters(user=None, language=None):
 
 
 @cl.on_chat_start
+@reported("opening the chat")
 async def start_chat():
-    cl.user_session.set("turns", [])
-    prefs = sidebar.defaults(engine.settings, engine.preset_name)
-    cl.user_session.set("prefs", prefs)
-    await send_sidebar(prefs)
-    await cl.context.emitter.set_commands([STATUS_COMMAND])
-    if not engine.ready:
-        asyncio.create_task(start_engine())  # start now: the first reply waits less
-
-
-async def start_engine() -> None:
-    if await start.ensure_engine(engine, keep_note=True):
-        await send_sidebar(cl.user_session.get("prefs"))  # the slider follows the context that now runs
+    await chat_state.current(engine)
 
 
 @cl.on_chat_resume
+@reported("reopening the chat")
 async def resume_chat(thread: dict):
     """A chat reopened from the history: its turns go back into the prompt, its sidebar comes back."""
-    cl.user_session.set("turns", history.turns_from(thread))
-    prefs = sidebar.resumed(cl.context.session.chat_settings or {}, engine.settings, engine.preset_name)
-    cl.user_session.set("prefs", prefs)
-    await send_sidebar(prefs)
-    await cl.context.emitter.set_commands([STATUS_COMMAND])
-    if not engine.ready:
-        asyncio.create_task(start_engine())
+    await chat_state.current(engine, thread)
 
 
 @cl.on_message
+@reported("answering your message")
 async def on_message(message: cl.Message):
     if message.command == "Status" or message.content.strip() == "/status":
         await cl.Message(content=text.status_text(engine.status()), author="system").send()
@@ -81,25 +67,28 @@ async def on_message(message: cl.Message):
     if not message.content.strip():
         await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
         return
-    turns = _turns_before(message.id)
+    chat = await chat_state.current(engine)
+    turns = _turns_before(chat, message.id)
     if not await start.ensure_engine(engine):
         cl.user_session.set("pending", message)  # answered if "Try again" brings the engine up
         return
-    await reply_to(turns, message)
+    await reply_to(chat, turns, message)
 
 
 @cl.action_callback(start.RETRY_ACTION)
+@reported("starting the engine again")
 async def retry_start(action: cl.Action):
     await action.remove()
     pending = cl.user_session.get("pending")
     if await start.ensure_engine(engine, retry=True) and pending is not None:
         cl.user_session.set("pending", None)
-        await reply_to(_turns_before(pending.id), pending)
+        chat = await chat_state.current(engine)
+        await reply_to(chat, _turns_before(chat, pending.id), pending)
 
 
-def _turns_before(message_id: str) -> list[dict]:
+def _turns_before(chat, message_id: str) -> list[dict]:
     """The chat so far; an edited message reruns, so everything from it on is forgotten."""
-    turns = cl.user_session.get("turns")
+    turns = chat.turns
     for index, turn in enumerate(turns):
         if turn.get("id") == message_id:
             del turns[index:]
@@ -107,8 +96,8 @@ def _turns_before(message_id: str) -> list[dict]:
     return turns
 
 
-async def reply_to(turns: list[dict], message: cl.Message) -> None:
-    prefs = cl.user_session.get("prefs")
+async def reply_to(chat, turns: list[dict], message: cl.Message) -> None:
+    prefs = chat.prefs
     history.keep_settings(chat_history)
     request_id = uuid.uuid4().hex
     cl.user_session.set("request_id", request_id)
@@ -167,20 +156,22 @@ async def finish(turns, message, reply, answer: str, stats: Stats | None, show_s
 
 
 @cl.on_settings_update
+@reported("changing the settings")
 async def on_settings(values: dict):
-    prefs = cl.user_session.get("prefs")
+    chat = await chat_state.current(engine)
+    prefs = chat.prefs
     try:
         new = sidebar.parse(values, prefs, engine.settings)
     except ValueError as error:
         await cl.ErrorMessage(content=f"Settings not applied: {error}", author="system").send()
         return
-    cl.user_session.set("prefs", new)
+    chat.prefs = new
     history.keep_settings(chat_history)
     if new.preset != prefs.preset:
-        await switch_preset(new.preset)
+        await switch_preset(chat, new.preset)
 
 
-async def switch_preset(name: str) -> None:
+async def switch_preset(chat, name: str) -> None:
     note = cl.Message(content=f"⏳ Switching the memory preset to '{name}'…", author="system")
     await note.send()
 
@@ -199,17 +190,12 @@ async def switch_preset(name: str) -> None:
         await note.update()
         await broadcast(f"The preset switch failed; '{engine.preset_name}' is running.")
     finally:  # the sidebar and this chat's preference show what runs, also after a failure
-        prefs = replace(cl.user_session.get("prefs"), preset=engine.preset_name)
-        cl.user_session.set("prefs", prefs)
-        await send_sidebar(prefs)
-
-
-async def send_sidebar(prefs) -> None:
-    await cl.ChatSettings(sidebar.widgets(engine.settings, prefs, engine.preset, engine.presets_locked,
-                                          engine.max_model_len)).send()
+        chat.prefs = replace(chat.prefs, preset=engine.preset_name)
+        await chat_state.send_sidebar(engine, chat.prefs)
 
 
 @cl.on_stop
+@reported("stopping the reply")
 async def on_stop():
     await abort_running_reply()
     # Chainlit posts a notice of its own before this hook; the stopped reply already ends in "*Stopped.*"

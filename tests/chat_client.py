@@ -76,7 +76,9 @@ class ChatClient:
         if response.status_code != 200:
             raise SignInRefused(response.status_code, response.text)
         return response.cookies.get("access_token")
-    async def connect(self, timeout: float = 30) -> "ChatClient":
+    async def connect(self, timeout: float = 30, wait_ready: bool = True) -> "ChatClient":
+        """Sign in and open the chat; `wait_ready=False` returns at once, as a user who types before the chat
+        has opened (its sidebar not yet there)."""
         token = await self.sign_in()
         headers = {"Cookie": f"access_token={token}"} if token else {}
         auth = {"clientType": "webapp", "sessionId": self.session_id, "threadId": self.thread_id,
@@ -86,6 +88,8 @@ class ChatClient:
         await self.sio.connect(self.url, headers=headers, socketio_path="/ws/socket.io", auth=auth,
                                transports=["websocket"], wait_timeout=60)
         await self.sio.emit("connection_successful")
+        if not wait_ready:
+            return self
         await asyncio.wait_for(self._ready.wait(), timeout)
         if self.thread_id:
             await asyncio.wait_for(self._resume_answered.wait(), timeout)

@@ -86,15 +86,20 @@ class FakeEngine:
         return True
 
 
-@pytest.fixture
-async def chat(monkeypatch):
+def fresh_session() -> Recorder:
     context = init_http_context()
     context.emitter = Recorder(context.session)
+    return context.emitter
+
+
+@pytest.fixture
+async def chat(monkeypatch):
+    fresh_session()
     fake = FakeEngine()
     monkeypatch.setattr(app, "engine", fake)
     monkeypatch.setattr(app, "broadcast", lambda content: asyncio.sleep(0))
     await app.start_chat()
-    return context.emitter, fake
+    return app.cl.context.emitter, fake
 
 
 def user(text: str, id: str | None = None):
@@ -117,6 +122,7 @@ async def test_a_reply_shows_its_text_and_cost_and_joins_the_history(chat):
 
 async def test_a_reopened_chat_gets_its_turns_and_sidebar_back_on_the_running_preset(chat):
     shown, fake = chat
+    shown = fresh_session()  # Chainlit reopens a chat in a session of its own
     app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": 24, "preset": "4gb"}
     thread = {"steps": [  # as Chainlit's data layer returns them (SQLite gives the metadata as text)
         {"id": "q1", "type": "user_message", "output": "Hi", "metadata": {}},
@@ -125,7 +131,7 @@ async def test_a_reopened_chat_gets_its_turns_and_sidebar_back_on_the_running_pr
         {"id": "n1", "type": "assistant_message", "name": "system", "output": "✅ Ready", "metadata": {}},
         {"id": "q2", "type": "user_message", "output": "never answered", "metadata": {}}]}
     await app.resume_chat(thread)
-    prefs = app.cl.user_session.get("prefs")
+    prefs = (await app.chat_state.current(fake)).prefs
     assert (prefs.sampling.temperature, prefs.sampling.max_tokens, prefs.preset) == (0.3, 24, "cpu"), \
         "the chat's own sampling, on the preset that runs (reopening restarts nothing)"
     await app.on_message(user("Next"))
@@ -202,7 +208,7 @@ async def test_settings_are_validated_and_a_new_preset_switches_the_engine(chat)
     assert "Settings not applied: temperature" in list(shown.shown.values())[-1]
     await app.on_settings({"temperature": 0.3, "max_tokens": 64, "preset": "6gb"})
     assert fake.switched == ["6gb"]
-    prefs = app.cl.user_session.get("prefs")
+    prefs = (await app.chat_state.current(fake)).prefs
     assert prefs.sampling.temperature == 0.3 and prefs.sampling.max_tokens == 64
 
 
@@ -315,3 +321,23 @@ async def test_a_chats_sidebar_writes_land_in_the_order_it_changed(chat, monkeyp
     slow.free.set()
     await asyncio.wait_for(asyncio.gather(*app.history.WRITING), timeout=30)
     assert slow.stored == [24, 48], "the later sidebar is the one kept"
+
+
+async def test_a_message_before_the_chat_opened_is_answered_and_the_late_opening_keeps_its_turn(monkeypatch):
+    shown = fresh_session()
+    fake = FakeEngine()
+    monkeypatch.setattr(app, "engine", fake)
+    await app.on_message(user("Hi"))  # Chainlit ran the message's task before the chat's opening
+    assert list(shown.shown.values())[-1].startswith("Hello there, friend.")
+    await app.start_chat()
+    await app.on_settings({"temperature": 0.3, "max_tokens": 64, "preset": "cpu"})
+    await app.on_message(user("Again"))
+    assert fake.seen[-1][0] == {"role": "user", "content": "Hi"}, "the opening did not start the chat anew"
+
+
+async def test_an_error_inside_a_hook_is_told_in_the_chat(chat):
+    shown, fake = chat
+    fake.saturated = lambda: {}["no such key"]
+    await app.on_message(user("Hi"))
+    told = list(shown.shown.values())[-1]
+    assert "answering your message failed (KeyError" in told and "Send it again" in told

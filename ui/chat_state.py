@@ -1,0 +1,65 @@
+"""A chat's state (its turns and sidebar preferences), made once, on first use, by whichever hook asks first.
+
+Chainlit runs on_chat_start as a task of its own and on_chat_resume inside the socket's connection handler,
+while a message or a settings change sent at once runs as yet another task: none may assume that another has
+run. The first to ask makes the state (a chat being reopened from its stored thread, read through Chainlit's
+own owner check), sends the sidebar and the commands, and starts the engine; the others wait for the same
+making. The state is kept on Chainlit's session object, which lives exactly as long as the chat's session:
+`cl.user_session` is replaced by the thread's stored metadata when Chainlit reopens a chat.
+"""
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import chainlit as cl
+
+from ui import history, sidebar, start
+
+STATE_ATTR = "ernie_chat_state"
+STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
+log = logging.getLogger("chainlit")
+
+
+@dataclass
+class ChatState:
+    turns: list[dict]
+    prefs: sidebar.ChatPreferences
+
+
+async def current(engine, thread: dict | None = None) -> ChatState:
+    """This chat's state; `thread`: the stored chat that on_chat_resume was given, if that is the caller."""
+    session = cl.context.session
+    making = getattr(session, STATE_ATTR, None)
+    if making is None or (making.done() and (making.cancelled() or making.exception() is not None)):
+        making = asyncio.ensure_future(_make(engine, thread))
+        setattr(session, STATE_ATTR, making)
+    return await asyncio.shield(making)  # a Stop of one waiting hook must not cancel the making for the others
+
+
+async def _make(engine, thread: dict | None) -> ChatState:
+    session = cl.context.session
+    if thread is None and session.thread_id_to_resume:  # a message came before Chainlit reopened the chat
+        from chainlit.socket import resume_thread
+
+        thread = await resume_thread(session)
+    if thread is not None:
+        state = ChatState(history.turns_from(thread),
+                          sidebar.resumed(session.chat_settings or {}, engine.settings, engine.preset_name))
+    else:
+        state = ChatState([], sidebar.defaults(engine.settings, engine.preset_name))
+    await send_sidebar(engine, state.prefs)
+    await cl.context.emitter.set_commands([STATUS_COMMAND])
+    if not engine.ready:
+        asyncio.create_task(_start_engine(engine, state))  # start now: the first reply waits less
+    return state
+
+
+async def _start_engine(engine, state: ChatState) -> None:
+    if await start.ensure_engine(engine, keep_note=True):
+        await send_sidebar(engine, state.prefs)  # the slider follows the context that now runs
+
+
+async def send_sidebar(engine, prefs: sidebar.ChatPreferences) -> None:
+    await cl.ChatSettings(sidebar.widgets(engine.settings, prefs, engine.preset, engine.presets_locked,
+                                          engine.max_model_len)).send()
