@@ -17,7 +17,7 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
-from ui import chat_state, connection, guard, history, pauses, sidebar, signin, start, text  # noqa: E402
+from ui import chat_state, connection, guard, history, pauses, sessions, sidebar, signin, start, text  # noqa: E402
 from ui.api_route import GUARDED_PATHS, open_api  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
 from ui.failures import reported  # noqa: E402
@@ -26,6 +26,7 @@ from ui.port import chosen_port, exit_if_port_taken, is_loopback  # noqa: E402
 pin_engine_modules()
 pauses.drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
 connection.tolerate_quiet_servers()  # a busy server must not cost a chat its reply
+connection.resend_replies_on_reconnect()  # nor a dropped connection that comes back
 
 CHAINLIT_STOP_NOTICE = "Task manually stopped."
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
@@ -33,7 +34,9 @@ FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batc
 exit_if_port_taken()
 engine = shared_engine()
 open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
-chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE])  # None with CHAT_HISTORY=false
+chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE, sessions.SESSIONS_TABLE])  # None: off
+if chat_history is not None:
+    chat_history.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
 signin.install(is_loopback(chosen_port()[0]), chat_history, engine.settings.history_db.parent)
 guard.install(loopback=is_loopback(chosen_port()[0]), signin=chat_history is not None, settings=engine.settings,
               api_paths=GUARDED_PATHS)
@@ -99,6 +102,7 @@ def _turns_before(chat, message_id: str) -> list[dict]:
 async def reply_to(chat, turns: list[dict], message: cl.Message) -> None:
     prefs = chat.prefs
     history.keep_settings(chat_history)
+    sessions.remember(chat_history)
     request_id = uuid.uuid4().hex
     cl.user_session.set("request_id", request_id)
     prompt = [{"role": t["role"], "content": t["content"]} for t in turns]
@@ -107,6 +111,7 @@ async def reply_to(chat, turns: list[dict], message: cl.Message) -> None:
     reply, pending, flushed_at, stats = cl.Message(content=""), "", 0.0, None
     reply.metadata = {"for": message.id}  # which question it answers, to rebuild the prompt of a reopened chat
     saver = history.ReplySaver(reply, chat_history)
+    chat.reply, chat.replying = reply, True
     queued = None
     if engine.saturated():
         queued = cl.Message(content="⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",
@@ -136,6 +141,7 @@ async def reply_to(chat, turns: list[dict], message: cl.Message) -> None:
         return
     finally:
         cl.user_session.set("request_id", None)
+        chat.replying = False
         if queued is not None:
             await queued.remove()
     await finish(turns, message, reply, reply.content + pending, stats, prefs.show_stats, saver)
@@ -214,7 +220,9 @@ async def abort_running_reply() -> None:
 
 @cl.on_chat_end
 async def on_chat_end():
-    await abort_running_reply()
+    request_id = cl.user_session.get("request_id")
+    if request_id:  # the tab may come back (a network blip): the reply goes on until the chat really ends
+        sessions.abort_when_gone(lambda: engine.abort(request_id))
 
 
 @cl.on_app_startup

@@ -91,6 +91,8 @@ class ChatClient:
         if not wait_ready:
             return self
         await asyncio.wait_for(self._ready.wait(), timeout)
+        if not self.thread_id:  # the chat's opening is a task of its own: its end must not pass for a reply's
+            await asyncio.wait_for(self._ended.wait(), timeout)
         if self.thread_id:
             await asyncio.wait_for(self._resume_answered.wait(), timeout)
         return self

@@ -85,6 +85,7 @@ def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser,
 
     browser.find_element(By.ID, "chat-settings-header-button").click()
     panel = wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
+    wait.until(lambda d: "Memory preset" in panel.text, "the settings sidebar shows no widgets")  # drawn after it opens
     for label in ("Memory preset", "Temperature", "Max new tokens", "System prompt"):
         assert label in panel.text
     picture = Path(os.environ.get("CHAT_SCREENSHOT") or tmp_path / "chat.png")

@@ -130,7 +130,7 @@ async def test_uploads_are_off_until_attachments_are_a_feature(app_server):
             assert settings.json()["features"]["spontaneous_file_upload"]["enabled"] is False
             upload = await http.post("/project/file", params={"session_id": chat.session_id},
                                      files={"file": ("notes.txt", b"x" * 1024, "text/plain")})
-        assert upload.status_code == 400 and "not enabled" in upload.text, upload.text
+        assert upload.status_code == 403 and "uploads are off" in upload.json()["detail"], upload.text
     finally:
         await chat.close()
 

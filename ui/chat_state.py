@@ -13,8 +13,9 @@ import logging
 from dataclasses import dataclass
 
 import chainlit as cl
+from chainlit.data import get_data_layer
 
-from ui import history, sidebar, start
+from ui import history, sessions, sidebar, start
 
 STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
@@ -25,6 +26,16 @@ log = logging.getLogger("chainlit")
 class ChatState:
     turns: list[dict]
     prefs: sidebar.ChatPreferences
+    reply: cl.Message | None = None  # the latest reply, sent again to a tab that reconnects
+    replying: bool = False  # whether that reply is still being written
+
+
+def made() -> ChatState | None:
+    """This chat's state if it is already made (without making it)."""
+    making = getattr(cl.context.session, STATE_ATTR, None)
+    if making is None or not making.done() or making.cancelled() or making.exception() is not None:
+        return None
+    return making.result()
 
 
 async def current(engine, thread: dict | None = None) -> ChatState:
@@ -37,12 +48,19 @@ async def current(engine, thread: dict | None = None) -> ChatState:
     return await asyncio.shield(making)  # a Stop of one waiting hook must not cancel the making for the others
 
 
+def forget(session) -> None:
+    """The next hook to ask makes this chat anew (its thread was deleted)."""
+    setattr(session, STATE_ATTR, None)
+
+
 async def _make(engine, thread: dict | None) -> ChatState:
     session = cl.context.session
     if thread is None and session.thread_id_to_resume:  # a message came before Chainlit reopened the chat
         from chainlit.socket import resume_thread
 
         thread = await resume_thread(session)
+    elif thread is None:  # a tab back after a restart goes on in its own thread
+        thread = await sessions.thread_to_continue(get_data_layer())
     if thread is not None:
         state = ChatState(history.turns_from(thread),
                           sidebar.resumed(session.chat_settings or {}, engine.settings, engine.preset_name))

@@ -10,7 +10,8 @@ On loopback nobody signs in (ui/signin.py), so "this request comes from a person
 - **Proxies**: a request carrying forwarding headers was sent by someone elsewhere through a reverse proxy on
   this machine: it never gets the local user (the sign-in asks for a password) nor the API without its key.
 Password sign-ins are also slowed here: after `MAX_FAILURES` failures within `FAILURE_WINDOW_S` for one user
-name or one client address, /login answers 429 with Retry-After until the oldest failure ages out.
+name or one client address, /login answers 429 with Retry-After until the oldest failure ages out. File uploads
+are refused here too, before Chainlit reads them: the app has no use for them yet.
 """
 
 import ipaddress
@@ -25,6 +26,7 @@ MAX_FAILURES = 5
 FAILURE_WINDOW_S = 60.0
 MAX_LOGIN_BODY = 64 * 1024
 LOGIN_PATH = "/login"
+UPLOAD_PATH = "/project/file"  # Chainlit's upload route: refused before it reads (and stores) a file
 HEADER_SIGNIN_PATH = "/auth/header"  # the local user's sign-in: never through a proxy
 PROXY_SIGNIN = ("This request came through a proxy, so it does not sign in as this machine's user: sign in with a "
                 "user name and password (the server's owner adds users with `python scripts/add_user.py NAME`).")
@@ -119,6 +121,8 @@ class Guard:
         if origin is not None and not self._origin_allowed(origin.decode("latin-1"), host):
             return (f"Requests from other web pages ({origin.decode('latin-1')}) are refused. To let that page "
                     "use this server, add its origin to CHAT_ALLOWED_ORIGINS in .env.")
+        if scope["path"] == UPLOAD_PATH:
+            return "File uploads are off: the model reads typed text only. Paste the text into your message."
         if self.loopback and forwarded(scope.get("headers") or []):
             if not self.signin:
                 return ("This request came through a proxy, so its sender must sign in, and the sign-in keeps its "

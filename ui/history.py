@@ -135,6 +135,13 @@ def _reason(error: BaseException) -> str:
     return str(original).strip().splitlines()[0] if str(original).strip() else type(original).__name__
 
 
+def _remember(ids: dict, thread_id: str) -> None:
+    """Add to a bounded set of thread ids, forgetting the oldest."""
+    ids[thread_id] = None
+    if len(ids) > KNOWN_THREADS:
+        ids.pop(next(iter(ids)))
+
+
 class HistoryLayer(SQLAlchemyDataLayer):
     """Chainlit's layer, plus: SQLite-safe parameters, and a chat told once when its turns are not saved."""
 
@@ -148,30 +155,41 @@ class HistoryLayer(SQLAlchemyDataLayer):
         self.where = where(settings)
         self.known: dict[str, None] = {}  # threads this process wrote, oldest first
         self.unstored: set[str] = set()  # ids of messages shown but never stored (see `transient`)
+        self.deleted: dict[str, None] = {}  # threads deleted here: never written again (a tab's close would)
+        self.on_delete = lambda thread_id: None  # told of each deleted thread (ui/sessions.py ends its chat)
 
     async def update_thread(self, thread_id: str, name=None, user_id=None, metadata=None, tags=None):
         """Chainlit stores a closed chat's session as the thread's metadata; its turns are already the thread's
         steps, so only the sidebar's values (and Chainlit's own keys) are kept. Chainlit also calls this before
         every step to make sure the thread exists: a thread this process wrote is not looked up again."""
-        if name is None and user_id is None and metadata is None and tags is None and thread_id in self.known:
+        if thread_id in self.deleted or (name is None and user_id is None and metadata is None and tags is None
+                                         and thread_id in self.known):
             return
         if metadata:
             metadata = {key: value for key, value in metadata.items() if key not in IN_MEMORY_ONLY}
         await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
-        self.known[thread_id] = None
-        if len(self.known) > KNOWN_THREADS:
-            self.known.pop(next(iter(self.known)))
+        _remember(self.known, thread_id)
 
     async def delete_thread(self, thread_id: str):
         self.known.pop(thread_id, None)
+        _remember(self.deleted, thread_id)
         await super().delete_thread(thread_id)
+        self.on_delete(thread_id)
 
     async def create_step(self, step_dict):
         """Steps of type "run" are Chainlit's record of a hook running (hidden in this chat): not stored, and
-        messages are stored at the top level, as the chat shows them. A turn then costs 4 queries, not 10."""
-        if step_dict.get("type") == "run":
+        messages are stored at the top level, as the chat shows them. A turn then costs 4 queries, not 10.
+        Nothing is written to a deleted chat (its reply's last words would bring it back)."""
+        if step_dict.get("type") == "run" or step_dict.get("threadId") in self.deleted:
             return
         await super().create_step({**step_dict, "parentId": None})
+
+    async def get_thread_author(self, thread_id: str) -> str:
+        """'' for a thread that does not exist (a deleted chat): Chainlit then answers 404, not a 500."""
+        try:
+            return await super().get_thread_author(thread_id)
+        except ValueError:
+            return ""
 
     async def delete_step(self, step_id: str):
         if step_id in self.unstored:

@@ -1,0 +1,118 @@
+"""A chat lives as long as its session, not its socket, and a deleted chat stays deleted.
+
+- **A dropped socket** (a network blip, a proxy's idle reset) is not the end of a chat: Chainlit keeps the
+  session for `session_timeout` and a reconnect with the same session id restores it, its running reply then
+  streaming to the new socket. The reply is aborted when the chat really ends: at once on "new chat" (the
+  browser clears its session), else once the session expired without the tab coming back.
+- **A tab that reconnects to a restarted server** (or after its session expired) brings its old session id
+  and no thread id; Chainlit would make it a new, empty chat. The thread each session last wrote to is kept
+  in `chat_sessions`, so such a tab goes on in its own thread, with its turns in the prompt.
+- **A deleted chat**: its running reply is aborted, its tab told, and the tab's next message starts a new
+  chat; the history layer (ui/history.py) never writes the deleted thread again.
+"""
+
+import asyncio
+import logging
+import uuid
+
+from chainlit.config import config
+from chainlit.context import context
+
+SESSIONS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_sessions ("session_id" TEXT PRIMARY KEY, "thread_id" TEXT NOT NULL, '
+                  '"user_identifier" TEXT NOT NULL)')
+_UPSERT = ('INSERT INTO chat_sessions ("session_id", "thread_id", "user_identifier") VALUES (:session, :thread, :user) '
+           'ON CONFLICT ("session_id") DO UPDATE SET "thread_id" = EXCLUDED."thread_id", '
+           '"user_identifier" = EXCLUDED."user_identifier"')
+_REMEMBERED = "ernie_chat_remembered_thread"  # on Chainlit's session object: the thread id already written
+DELETED_NOTICE = ("🗑️ This chat was deleted, so its reply was stopped. What you write next starts a new chat.")
+log = logging.getLogger("chainlit")
+_PENDING: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
+
+
+def _keep(coroutine) -> None:
+    task = asyncio.ensure_future(coroutine)
+    _PENDING.add(task)
+    task.add_done_callback(_PENDING.discard)
+
+
+def remember(layer) -> None:
+    """Note (in the background, once per thread) which thread this chat's session writes to."""
+    session = context.session
+    user = getattr(session, "user", None)
+    if layer is None or user is None or not session.has_first_interaction:
+        return
+    if getattr(session, _REMEMBERED, None) == session.thread_id:
+        return
+    setattr(session, _REMEMBERED, session.thread_id)
+    values = {"session": session.id, "thread": session.thread_id, "user": user.identifier}
+
+    async def write():
+        try:
+            await layer.execute_sql(_UPSERT, values)
+        except Exception:  # the history's own failure notice covers a failing database
+            log.exception("could not note the thread of session %s", session.id)
+
+    _keep(write())
+
+
+async def thread_to_continue(layer) -> dict | None:
+    """The stored thread a reconnecting tab's session was on before a restart or expiry, with Chainlit's own
+    owner check, made this session's thread; None for a new tab."""
+    from chainlit.socket import resume_thread
+
+    session = context.session
+    if layer is None or getattr(session, "user", None) is None or session.has_first_interaction:
+        return None
+    rows = await layer.execute_sql('SELECT "thread_id" FROM chat_sessions WHERE "session_id" = :session AND '
+                                   '"user_identifier" = :user', {"session": session.id, "user": session.user.identifier})
+    if not isinstance(rows, list) or not rows:
+        return None
+    session.thread_id_to_resume = rows[0]["thread_id"]
+    thread = await resume_thread(session)
+    session.thread_id_to_resume = None
+    if thread is None:  # deleted meanwhile, or not this user's
+        return None
+    session.thread_id, session.has_first_interaction = thread["id"], True
+    setattr(session, _REMEMBERED, thread["id"])
+    return thread
+
+
+def abort_when_gone(abort) -> None:
+    """The socket closed: abort the running reply once the chat has really ended, not on a reconnect."""
+    session = context.session
+    if session.to_clear:  # "new chat": this chat is over
+        return _keep(abort())
+    socket_id = session.socket_id
+
+    async def unless_back():
+        await asyncio.sleep(config.project.session_timeout)
+        if session.socket_id == socket_id:  # no reconnect restored the session
+            await abort()
+
+    _keep(unless_back())
+
+
+def end_deleted(thread_id: str, abort_request, forget_state) -> None:
+    """Live sessions on a deleted thread: their reply aborted, their tab told, their next message a new chat
+    (`forget_state(session)` drops the chat's turns)."""
+    from chainlit.context import init_ws_context
+    from chainlit.message import Message
+    from chainlit.session import ws_sessions_id
+    from chainlit.user_session import user_sessions
+
+    for session in list(ws_sessions_id.values()):
+        if session.thread_id != thread_id:
+            continue
+        request_id = (user_sessions.get(session.id) or {}).get("request_id")
+        session.thread_id, session.has_first_interaction = str(uuid.uuid4()), False
+        forget_state(session)
+
+        async def tell(session=session, request_id=request_id):
+            init_ws_context(session)
+            notice = Message(content=DELETED_NOTICE, author="system")
+            notice.persisted = True  # the chat it belongs to is gone
+            await notice.send()
+            if request_id:
+                await abort_request(request_id)
+
+        _keep(tell())
