@@ -134,3 +134,52 @@ def test_the_browser_has_fonts_for_chinese_and_emoji():
     # Without them the pictures show boxes where users see text (scripts/setup.sh --dev installs them).
     families = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True).stdout
     assert "Noto Sans CJK SC" in families and "Noto Color Emoji" in families
+
+
+def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_env, browser, tmp_path):
+    import json
+    import sqlite3
+
+    from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
+                                            WebDriverException)
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from conftest import APP_PRESET
+    from server import ChainlitServer
+
+    env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(tmp_path / "chats.db"),
+           "CHAT_MAX_TOKENS": "32"}
+    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+
+    def ask(text: str, replies: int) -> None:
+        def send(driver) -> bool:
+            try:
+                box = driver.find_element(By.ID, "chat-input")
+                box.send_keys(text)
+                box.send_keys(Keys.ENTER)
+                return True
+            except (StaleElementReferenceException, ElementNotInteractableException):
+                return False
+        wait.until(send)
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").text.count("reply tokens") >= replies,
+                   f"no reply to {text!r}")
+
+    first = ChainlitServer(env, tmp_path / "first.log").start()
+    try:
+        browser.get(first.url)
+        wait.until(ready.element_to_be_clickable((By.ID, "chat-input")))
+        ask("Before the restart", 1)
+    finally:
+        assert first.stop() == 0
+    second = ChainlitServer(env, tmp_path / "second.log", port=first.port).start()
+    try:
+        ask("After the restart", 2)  # the page reconnects by itself, with its session
+        with sqlite3.connect(tmp_path / "chats.db") as db:
+            threads = db.execute("SELECT id FROM threads").fetchall()
+            asked = [row[0] for row in db.execute("SELECT output FROM steps WHERE type = 'user_message'")]
+        assert len(threads) == 1 and asked == ["Before the restart", "After the restart"], (threads, asked)
+    finally:
+        assert second.stop() == 0
