@@ -61,7 +61,7 @@ class ApiGate:
     async def __call__(self, scope, receive, send) -> None:
         if await _refused(self.engine, scope, send):
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
         if body is None:
             return await _error(send, 413, f"The request body is larger than {MAX_BODY_BYTES // 2**20} MiB; "
                                            "send a shorter prompt.", "RequestTooLarge")
@@ -86,7 +86,7 @@ class ApiGate:
         sequences = cost.sequences if cost else 0
         self.engine.api_sequences += sequences
         try:
-            await app(scope, _replay(body, receive), send)
+            await app(scope, replay(body, receive), send)
         finally:
             self.engine.api_sequences -= sequences
 
@@ -205,8 +205,8 @@ def _authorized(scope, key: str) -> bool:
     return hmac.compare_digest(given.encode(), f"Bearer {key}".encode())
 
 
-async def _read_body(receive) -> bytes | None:
-    """The whole request body, or None once it passes MAX_BODY_BYTES (the rest is not read)."""
+async def read_body(receive, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The whole request body, or None once it passes `limit` bytes (the rest is not read)."""
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -214,7 +214,7 @@ async def _read_body(receive) -> bytes | None:
             break
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):
@@ -222,8 +222,8 @@ async def _read_body(receive) -> bytes | None:
     return b"".join(chunks)
 
 
-def _replay(body: bytes, receive):
-    """A `receive` that hands vLLM the body already read, then the client's own events (its disconnect)."""
+def replay(body: bytes, receive):
+    """A `receive` that hands the app the body already read, then the client's own events (its disconnect)."""
     sent = False
 
     async def replayed():

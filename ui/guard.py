@@ -20,6 +20,8 @@ import time
 from collections import defaultdict, deque
 from urllib.parse import parse_qs, urlsplit
 
+from engine.api_gate import read_body, replay
+
 FORWARDING_HEADERS = (b"x-forwarded-for", b"forwarded", b"x-real-ip")
 LOOPBACK_NAMES = {"localhost"}
 MAX_FAILURES = 5
@@ -146,7 +148,7 @@ class Guard:
 
     async def _login(self, scope, receive, send, headers: dict):
         """A password sign-in, refused for a while after too many failures of its user name or address."""
-        body = await _read_body(receive, MAX_LOGIN_BODY)
+        body = await read_body(receive, MAX_LOGIN_BODY)
         if body is None:
             return await _refuse(scope, receive, send, 413, "The sign-in form is too large.")
         user = (parse_qs(body.decode("latin-1")).get("username") or [""])[0].strip().lower()
@@ -162,7 +164,7 @@ class Guard:
                 status["code"] = message["status"]
             await send(message)
 
-        await self.app(scope, _replay(body, receive), watched)
+        await self.app(scope, replay(body, receive), watched)
         if status.get("code") in (401, 403):
             self.failed.add(keys)
 
@@ -173,34 +175,6 @@ def _client_address(scope, headers: dict) -> str:
         if name in headers:
             return headers[name].decode("latin-1").split(",")[-1].strip()
     return (scope.get("client") or ("?",))[0]
-
-
-async def _read_body(receive, limit: int) -> bytes | None:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        size += len(chunks[-1])
-        if size > limit:
-            return None
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive):
-    sent = False
-
-    async def replayed():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
 
 
 async def _refuse(scope, receive, send, status: int, reason: str, retry_after: int | None = None) -> None:
