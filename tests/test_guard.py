@@ -46,6 +46,9 @@ def test_failed_sign_ins_are_slowed_per_key_and_age_out():
     clock[0] += 60
     failed.wait_s([])
     assert not failed.failures, "keys without recent failures are forgotten"
+    stamp = failed.add(["user:carol"])
+    failed.undo(["user:carol"], stamp)
+    assert failed.wait_s(["user:carol"]) == 0 and not failed.failures["user:carol"], "a sign-in that worked is no failure"
 
 
 def cors_headers(response: httpx.Response) -> list[str]:

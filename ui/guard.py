@@ -75,9 +75,17 @@ class FailedSignIns:
                 wait = max(wait, times[0] + FAILURE_WINDOW_S - self.now())
         return wait
 
-    def add(self, keys) -> None:
+    def add(self, keys) -> float:
+        """Count a failure for each key; returns its time, for `undo`."""
+        stamp = self.now()
         for key in keys:
-            self.failures[key].append(self.now())
+            self.failures[key].append(stamp)
+        return stamp
+
+    def undo(self, keys, stamp: float) -> None:
+        for key in keys:
+            if stamp in self.failures.get(key, ()):
+                self.failures[key].remove(stamp)
 
     def _forget_old(self) -> None:
         """Failures older than the window count no more; keys without any go, so they cannot pile up."""
@@ -157,6 +165,7 @@ class Guard:
         if wait > 0:
             return await _refuse(scope, receive, send, 429, f"Too many failed sign-ins for this user or address; "
                                  f"try again in {int(wait) + 1} s.", retry_after=int(wait) + 1)
+        stamp = self.failed.add(keys)  # counted from the start: guesses sent all at once are slowed too
         status = {}
 
         async def watched(message):
@@ -164,9 +173,11 @@ class Guard:
                 status["code"] = message["status"]
             await send(message)
 
-        await self.app(scope, replay(body, receive), watched)
-        if status.get("code") in (401, 403):
-            self.failed.add(keys)
+        try:
+            await self.app(scope, replay(body, receive), watched)
+        finally:
+            if status.get("code") not in (401, 403):
+                self.failed.undo(keys, stamp)
 
 
 def _client_address(scope, headers: dict) -> str:
