@@ -27,6 +27,7 @@ pin_engine_modules()
 pauses.drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
 connection.tolerate_quiet_servers()  # a busy server must not cost a chat its reply
 connection.resend_replies_on_reconnect()  # nor a dropped connection that comes back
+sessions.continue_threads_after_restarts()  # nor a restart of the server under an open tab
 
 CHAINLIT_STOP_NOTICE = "Task manually stopped."
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
@@ -164,6 +165,7 @@ async def finish(turns, message, reply, answer: str, stats: Stats | None, show_s
 @cl.on_settings_update
 @reported("changing the settings")
 async def on_settings(values: dict):
+    opening = chat_state.made() is None  # the chat's opening sends its sidebar meanwhile, with the old values
     chat = await chat_state.current(engine)
     prefs = chat.prefs
     try:
@@ -175,6 +177,8 @@ async def on_settings(values: dict):
     history.keep_settings(chat_history)
     if new.preset != prefs.preset:
         await switch_preset(chat, new.preset)
+    elif opening:
+        await chat_state.send_sidebar(engine, new)
 
 
 async def switch_preset(chat, name: str) -> None:

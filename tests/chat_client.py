@@ -97,6 +97,10 @@ class ChatClient:
             await asyncio.wait_for(self._resume_answered.wait(), timeout)
         return self
 
+    async def wait_opened(self, timeout: float = 300) -> None:
+        """The chat has opened: its sidebar came."""
+        await asyncio.wait_for(self._ready.wait(), timeout)
+
     async def close(self) -> None:
         await self.sio.disconnect()
 

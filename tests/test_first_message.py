@@ -76,6 +76,7 @@ async def test_a_settings_change_sent_as_the_chat_opens_is_kept(fresh_server):
         chat = await ChatClient(fresh_server.url).connect(wait_ready=False)
         try:
             await chat.sio.emit("chat_settings_change", {"max_tokens": 16, "temperature": 0.5})
+            await chat.wait_opened()
             stats = stats_of(await ask(chat, "Tell me a long story."))
             assert stats["reply"] <= 16, f"try {attempt + 1}: the change was lost to the chat's opening: {stats}"
         finally:

@@ -13,7 +13,6 @@ import logging
 from dataclasses import dataclass
 
 import chainlit as cl
-from chainlit.data import get_data_layer
 
 from ui import history, sessions, sidebar, start
 
@@ -60,7 +59,7 @@ async def _make(engine, thread: dict | None) -> ChatState:
 
         thread = await resume_thread(session)
     elif thread is None:  # a tab back after a restart goes on in its own thread
-        thread = await sessions.thread_to_continue(get_data_layer())
+        thread = sessions.continued_thread(session)
     if thread is not None:
         state = ChatState(history.turns_from(thread),
                           sidebar.resumed(session.chat_settings or {}, engine.settings, engine.preset_name))

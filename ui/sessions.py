@@ -24,6 +24,7 @@ _UPSERT = ('INSERT INTO chat_sessions ("session_id", "thread_id", "user_identifi
            'ON CONFLICT ("session_id") DO UPDATE SET "thread_id" = EXCLUDED."thread_id", '
            '"user_identifier" = EXCLUDED."user_identifier"')
 _REMEMBERED = "ernie_chat_remembered_thread"  # on Chainlit's session object: the thread id already written
+_CONTINUED = "ernie_chat_continued_thread"  # on it too: the stored thread a tab back after a restart goes on in
 DELETED_NOTICE = ("🗑️ This chat was deleted, so its reply was stopped. What you write next starts a new chat.")
 log = logging.getLogger("chainlit")
 _PENDING: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
@@ -55,25 +56,55 @@ def remember(layer) -> None:
     _keep(write())
 
 
-async def thread_to_continue(layer) -> dict | None:
-    """The stored thread a reconnecting tab's session was on before a restart or expiry, with Chainlit's own
-    owner check, made this session's thread; None for a new tab."""
+def continue_threads_after_restarts() -> None:
+    """Around Chainlit's socket connect: a new session whose id the history knows (a tab back after a restart or
+    an expired session) is made to go on in its thread before any of its messages is handled; the socket's
+    events wait for the connect handler, so none can start a new thread first."""
+    from chainlit.server import sio
+    from chainlit.session import WebsocketSession
+
+    handlers = sio.handlers["/"]
+    original = handlers["connect"]
+    original = getattr(original, "chainlit_handler", original)  # a `-w` reload wraps Chainlit's, not ours
+
+    async def connect(sid, environ, auth):
+        accepted = await original(sid, environ, auth)
+        session = WebsocketSession.get(sid)
+        if accepted and session is not None and not session.restored and not (auth or {}).get("threadId"):
+            try:
+                await _continue_thread(session)
+            except Exception:  # the chat then simply starts anew; the history's own notice covers the database
+                log.exception("could not look up the chat of session %s", session.id)
+        return accepted
+
+    connect.chainlit_handler = original
+    handlers["connect"] = connect
+
+
+async def _continue_thread(session) -> None:
+    from chainlit.data import get_data_layer
     from chainlit.socket import resume_thread
 
-    session = context.session
-    if layer is None or getattr(session, "user", None) is None or session.has_first_interaction:
-        return None
+    layer = get_data_layer()
+    if layer is None or session.user is None:
+        return
     rows = await layer.execute_sql('SELECT "thread_id" FROM chat_sessions WHERE "session_id" = :session AND '
                                    '"user_identifier" = :user', {"session": session.id, "user": session.user.identifier})
     if not isinstance(rows, list) or not rows:
-        return None
+        return
     session.thread_id_to_resume = rows[0]["thread_id"]
-    thread = await resume_thread(session)
+    thread = await resume_thread(session)  # Chainlit's own owner check; it restores the chat's settings too
     session.thread_id_to_resume = None
-    if thread is None:  # deleted meanwhile, or not this user's
-        return None
-    session.thread_id, session.has_first_interaction = thread["id"], True
-    setattr(session, _REMEMBERED, thread["id"])
+    if thread is not None:
+        session.thread_id, session.has_first_interaction = thread["id"], True
+        setattr(session, _REMEMBERED, thread["id"])
+        setattr(session, _CONTINUED, thread)
+
+
+def continued_thread(session) -> dict | None:
+    """The stored thread this session goes on in after a restart (once: its turns are then in the chat)."""
+    thread = getattr(session, _CONTINUED, None)
+    setattr(session, _CONTINUED, None)
     return thread
 
 
