@@ -9,7 +9,6 @@ making. The state is kept on Chainlit's session object, which lives exactly as l
 """
 
 import asyncio
-import logging
 from dataclasses import dataclass
 
 import chainlit as cl
@@ -18,7 +17,6 @@ from ui import history, sessions, sidebar, start
 
 STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
-log = logging.getLogger("chainlit")
 
 
 @dataclass
