@@ -16,7 +16,7 @@ import json
 import logging
 from dataclasses import dataclass
 
-from engine import build, hardware, presets, sizing
+from engine import build, presets, startup
 from engine.errors import ChatError
 from engine.openai_app import build_openai_app
 
@@ -154,24 +154,14 @@ def _request_models() -> dict:
 
 
 def planned_preset(engine) -> presets.Preset | None:
-    """The preset the engine runs, or the one its next start will pick, by the same rules as
-    `startup.plan_start` (`auto`: the CPU preset without a usable GPU, else the largest that fits its free
-    memory) but without its model checks; None when that start cannot succeed. Reads NVML: call off the loop."""
+    """The preset the engine runs, or the one its next start will pick (`startup.plan_device`, the start's own
+    choice without its model checks); None when that start cannot succeed. Reads NVML: call off the loop."""
     if engine.preset is not None:
         return engine.preset
-    settings = engine.settings
     try:
-        preset = presets.lookup(engine.preset_name, settings.custom_preset)
+        return startup.plan_device(engine.preset_name, engine.settings).preset
     except ChatError:
         return None
-    if settings.device == "cpu" or (preset is not None and preset.device == "cpu"):
-        return preset if preset is not None and preset.device == "cpu" else presets.BUILT_IN["cpu"]
-    if preset is not None:
-        return preset
-    gpu = None if hardware.cpu_build() else hardware.gpu()
-    if gpu is None:
-        return presets.BUILT_IN["cpu"] if settings.device == "auto" else None
-    return presets.pick_auto(gpu.free_bytes, sizing.weights_bytes(settings.model))
 
 
 def metrics_app(engine):

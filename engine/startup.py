@@ -107,14 +107,19 @@ def _safetensors_problem(path: Path) -> str | None:
 
 
 def plan_start(name: str, settings: Settings, releasing_bytes: int = 0) -> StartPlan:
-    """The device, the concrete preset (`auto` resolved) and the dtype; raises what cannot work.
+    """The model checked, then the device, the concrete preset (`auto` resolved) and the dtype; raises what
+    cannot work.
 
     `releasing_bytes` is GPU memory that the running engine holds and would give back first (a switch).
     """
     download = check_model(settings.model, settings.download_dir)
+    return dataclasses.replace(plan_device(name, settings, releasing_bytes), download=download)
+
+
+def plan_device(name: str, settings: Settings, releasing_bytes: int = 0) -> StartPlan:
+    """`plan_start` without the model's checks: where preset `name` would run, read from the hardware alone."""
     preset = presets.lookup(name, settings.custom_preset)
-    cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"],
-                         download=download)
+    cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"])
     if settings.device == "cpu" or (preset is not None and preset.device == "cpu"):
         return cpu_plan
     gpu = None if hardware.cpu_build() else hardware.gpu()
@@ -140,12 +145,12 @@ def plan_start(name: str, settings: Settings, releasing_bytes: int = 0) -> Start
                                    f"{sizing.footprint(smallest, weights).describe()}", None)
         need = sizing.footprint(preset, weights)
         return StartPlan(gpu, preset, dtype, f"auto chose '{preset.name}': it takes {need.total / GIB:.2f} GiB, "
-                                              f"{free}", download)
+                                              f"{free}")
     need = sizing.footprint(preset, weights)
     if not sizing.fits(need, gpu.free_bytes):
         fitting = presets.pick_auto(gpu.free_bytes, weights)
         raise OutOfMemoryError(preset.name, f"it needs {need.describe()}; {free}", fitting and fitting.name)
-    return StartPlan(gpu, preset, dtype, download=download)
+    return StartPlan(gpu, preset, dtype)
 
 
 def check_gpu(gpu: hardware.Device) -> None:
