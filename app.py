@@ -38,9 +38,9 @@ open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
 chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE, sessions.SESSIONS_TABLE])  # None: off
 if chat_history is not None:
     chat_history.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
-signin.install(is_loopback(chosen_port()[0]), chat_history, engine.settings.history_db.parent)
-guard.install(loopback=is_loopback(chosen_port()[0]), signin=chat_history is not None, settings=engine.settings,
-              api_paths=GUARDED_PATHS)
+loopback = is_loopback(chosen_port()[0])
+signin.install(loopback, chat_history, engine.settings.history_db.parent)
+guard.install(loopback=loopback, signin=chat_history is not None, settings=engine.settings, api_paths=GUARDED_PATHS)
 
 
 @cl.set_starters

@@ -16,7 +16,8 @@ from chat_client import ChatClient, SignInRefused
 from conftest import APP_PRESET
 from nginx import NginxProxy, nginx_bin
 from server import ROOT, ChainlitServer
-from ui.guard import MAX_FAILURES, FailedSignIns, host_name, is_loopback_name
+from ui.guard import MAX_FAILURES, FailedSignIns, host_name
+from ui.port import is_loopback
 
 REBOUND = "rebind.attacker.example"
 ATTACKER = "http://attacker.example"
@@ -27,8 +28,8 @@ PROXY_KEY = "a-key-for-the-proxy-test"
 def test_host_names_and_loopback():
     assert host_name("LocalHost:7860") == "localhost" and host_name("[::1]:7860") == "::1"
     assert host_name("127.0.0.1") == "127.0.0.1" and host_name("::1") == "::1"
-    assert all(map(is_loopback_name, ["localhost", "127.0.0.1", "::1"]))
-    assert not any(map(is_loopback_name, [REBOUND, "0.0.0.0", "localhost.attacker.example", ""]))
+    assert all(map(is_loopback, ["localhost", "127.0.0.1", "::1"]))
+    assert not any(map(is_loopback, [REBOUND, "0.0.0.0", "localhost.attacker.example", ""]))
 
 
 def test_failed_sign_ins_are_slowed_per_key_and_age_out():

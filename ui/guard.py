@@ -14,16 +14,15 @@ name or one client address, /login answers 429 with Retry-After until the oldest
 are refused here too, before Chainlit reads them: the app has no use for them yet.
 """
 
-import ipaddress
 import json
 import time
 from collections import defaultdict, deque
 from urllib.parse import parse_qs, urlsplit
 
 from engine.api_gate import read_body, replay
+from ui.port import is_loopback
 
 FORWARDING_HEADERS = (b"x-forwarded-for", b"forwarded", b"x-real-ip")
-LOOPBACK_NAMES = {"localhost"}
 MAX_FAILURES = 5
 FAILURE_WINDOW_S = 60.0
 MAX_LOGIN_BODY = 64 * 1024
@@ -34,11 +33,9 @@ PROXY_SIGNIN = ("This request came through a proxy, so it does not sign in as th
                 "user name and password (the server's owner adds users with `python scripts/add_user.py NAME`).")
 
 
-def forwarded(headers) -> bool:
-    """Whether a proxy says it passed this request on (`headers`: Starlette's or the ASGI scope's)."""
-    if hasattr(headers, "get"):
-        return any(headers.get(name.decode()) is not None for name in FORWARDING_HEADERS)
-    return any(name in FORWARDING_HEADERS for name, _ in headers)
+def forwarded(headers: dict) -> bool:
+    """Whether a proxy says it passed this request on (`headers`: lower-case byte names, as ASGI has them)."""
+    return any(name in headers for name in FORWARDING_HEADERS)
 
 
 def host_name(host: str) -> str:
@@ -47,15 +44,6 @@ def host_name(host: str) -> str:
     if host.startswith("["):
         return host[1:host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def is_loopback_name(name: str) -> bool:
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 class FailedSignIns:
@@ -133,7 +121,7 @@ class Guard:
                     "use this server, add its origin to CHAT_ALLOWED_ORIGINS in .env.")
         if scope["path"] == UPLOAD_PATH:
             return "File uploads are off: the model reads typed text only. Paste the text into your message."
-        if self.loopback and forwarded(scope.get("headers") or []):
+        if self.loopback and forwarded(headers):
             if not self.signin:
                 return ("This request came through a proxy, so its sender must sign in, and the sign-in keeps its "
                         "users in the history, which CHAT_HISTORY=false turns off. Remove CHAT_HISTORY=false.")
@@ -145,7 +133,7 @@ class Guard:
         return None
 
     def _host_allowed(self, name: str) -> bool:
-        return "*" in self.allowed_hosts or name in self.allowed_hosts or (self.loopback and is_loopback_name(name))
+        return "*" in self.allowed_hosts or name in self.allowed_hosts or (self.loopback and is_loopback(name))
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
         origin = origin.lower().rstrip("/")
