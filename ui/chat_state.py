@@ -30,16 +30,19 @@ class ChatState:
 def made() -> ChatState | None:
     """This chat's state if it is already made (without making it)."""
     making = getattr(cl.context.session, STATE_ATTR, None)
-    if making is None or not making.done() or making.cancelled() or making.exception() is not None:
-        return None
-    return making.result()
+    return making.result() if making is not None and making.done() and not _failed(making) else None
+
+
+def _failed(making: asyncio.Future) -> bool:
+    """A making that ended without a state (cancelled or raised): the next hook to ask makes it again."""
+    return making.done() and (making.cancelled() or making.exception() is not None)
 
 
 async def current(engine, thread: dict | None = None) -> ChatState:
     """This chat's state; `thread`: the stored chat that on_chat_resume was given, if that is the caller."""
     session = cl.context.session
     making = getattr(session, STATE_ATTR, None)
-    if making is None or (making.done() and (making.cancelled() or making.exception() is not None)):
+    if making is None or _failed(making):
         making = asyncio.ensure_future(_make(engine, thread))
         setattr(session, STATE_ATTR, making)
     return await asyncio.shield(making)  # a Stop of one waiting hook must not cancel the making for the others
