@@ -28,15 +28,25 @@ def tolerate_quiet_servers() -> None:
     sio.eio.ping_timeout = PING_TIMEOUT_S
 
 
-def resend_replies_on_reconnect() -> None:
-    """After Chainlit's own handling of a connection, a restored session is sent its latest reply again (the
-    browser replaces the message of that id), and told that it is still running when it is."""
+def wrap_socket_handler(event: str, wrap) -> None:
+    """Replace Chainlit's socket handler of `event` by `wrap(chainlit_handler)`; a `-w` reload wraps Chainlit's
+    own again, never the wrapper of the previous load."""
     from chainlit.server import sio
 
     handlers = sio.handlers["/"]
-    original = handlers["connection_successful"]
-    original = getattr(original, "chainlit_handler", original)  # a `-w` reload wraps Chainlit's, not ours
+    original = getattr(handlers[event], "chainlit_handler", handlers[event])
+    wrapped = wrap(original)
+    wrapped.chainlit_handler = original
+    handlers[event] = wrapped
 
+
+def resend_replies_on_reconnect() -> None:
+    """After Chainlit's own handling of a connection, a restored session is sent its latest reply again (the
+    browser replaces the message of that id), and told that it is still running when it is."""
+    wrap_socket_handler("connection_successful", _resending)
+
+
+def _resending(original):
     async def connection_successful(sid):
         await original(sid)
         session = WebsocketSession.get(sid)
@@ -49,5 +59,4 @@ def resend_replies_on_reconnect() -> None:
             if chat.replying:
                 await context.emitter.task_start()
 
-    connection_successful.chainlit_handler = original
-    handlers["connection_successful"] = connection_successful
+    return connection_successful

@@ -60,12 +60,13 @@ def continue_threads_after_restarts() -> None:
     """Around Chainlit's socket connect: a new session whose id the history knows (a tab back after a restart or
     an expired session) is made to go on in its thread before any of its messages is handled; the socket's
     events wait for the connect handler, so none can start a new thread first."""
-    from chainlit.server import sio
-    from chainlit.session import WebsocketSession
+    from ui.connection import wrap_socket_handler
 
-    handlers = sio.handlers["/"]
-    original = handlers["connect"]
-    original = getattr(original, "chainlit_handler", original)  # a `-w` reload wraps Chainlit's, not ours
+    wrap_socket_handler("connect", _continuing)
+
+
+def _continuing(original):
+    from chainlit.session import WebsocketSession
 
     async def connect(sid, environ, auth):
         accepted = await original(sid, environ, auth)
@@ -77,8 +78,7 @@ def continue_threads_after_restarts() -> None:
                 log.exception("could not look up the chat of session %s", session.id)
         return accepted
 
-    connect.chainlit_handler = original
-    handlers["connect"] = connect
+    return connect
 
 
 async def _continue_thread(session) -> None:
