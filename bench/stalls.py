@@ -1,4 +1,4 @@
-"""Do other processes stand still while vLLM's CPU engine generates? (README, "Reliability")
+"""Do other processes stand still while vLLM's CPU engine generates? (docs/reliability.md)
 
     python -m bench.stalls                       # one `vllm serve` (tiny model), a streamed 8,000-token completion
     python -m bench.stalls --nice 10             # the same server at a lower priority

@@ -18,7 +18,7 @@ from engine.settings import Settings
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
 RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
 IMPORTS = RUNTIME.__dict__.setdefault("imports", threading.Lock())
-# What a GPU engine compiles on a machine's first start (README, "Start-up"): FlashInfer's sampler JIT-compiles
+# What a GPU engine compiles on a machine's first start (docs/benchmarks.md, "Start-up"): FlashInfer's sampler JIT-compiles
 # itself, and vLLM's V2 model runner JIT-compiles ~46 Triton kernels where the V1 runner needs 8 (H200: 52 s
 # instead of 28 s to ready with an empty Triton cache); both decode this model as fast. An explicit setting wins.
 GPU_ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "VLLM_USE_V2_MODEL_RUNNER": "0"}

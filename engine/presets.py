@@ -10,7 +10,7 @@ tokens), so the fixed costs decide the fit.
 "Swap space" is `swap_gib`: vLLM V1 replaced `swap_space` with CPU KV offload
 (`kv_offloading_size`). It is off in the built-in presets: the GPU KV cache
 already holds more tokens than the presets' sequences can use, and measured
-offload made prefix hits slower (see README). A custom preset can turn it on.
+offload made prefix hits slower (see docs/benchmarks.md). A custom preset can turn it on.
 """
 
 from typing import Literal

@@ -7,7 +7,7 @@ allocator workspace) and the KV cache. The start check, `auto`, the status panel
 bench/cards.py and the README's table all use it, so they agree.
 
 The constants were measured with NVML on the whole device while serving
-(ERNIE-4.5-0.3B shape, vLLM 0.26, H200; see README "Memory presets"):
+(ERNIE-4.5-0.3B shape, vLLM 0.26, H200; see docs/benchmarks.md):
 the runtime grows with the tokens of one engine step (prefill activations) and
 with the number of sequences (the sampler works on one 103k-entry row of logits
 per sequence, and decode graphs are captured up to that batch).

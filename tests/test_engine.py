@@ -33,7 +33,7 @@ async def collect(stream):
 async def test_reply_streams_in_several_deltas_with_plausible_stats(engine):
     # in pieces, not at once; how many depends on the machine: a consumer that falls behind its engine gets the
     # steps it missed merged (under two CPU hogs 400 tokens came in 4 pieces, on an idle machine in ~300), and one
-    # that stood still while the engine generated gets one piece: tried again then (README, "Reliability")
+    # that stood still while the engine generated gets one piece: tried again then (docs/reliability.md)
     for _ in range(3):
         deltas, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=400, ignore_eos=True)))
         if len(deltas) >= 2:
@@ -100,7 +100,7 @@ async def test_eight_concurrent_streams_all_complete(engine):
         assert all(stats.generated_tokens == STREAM_TOKENS and stats.finish_reason == "length" for _, stats in results)
         # streamed, not handed over whole: how many pieces depends on how far the consumer falls behind its engine,
         # and a test process that stood still while the engine generated gets each reply merged into one piece
-        # (README, "Reliability"); an engine that does not stream fails every round
+        # (docs/reliability.md); an engine that does not stream fails every round
         if all(len(deltas) >= 2 for deltas, _ in results):
             return
     pytest.fail(f"in 3 rounds some of 8 replies came in one piece: {[len(deltas) for deltas, _ in results]}")
@@ -226,7 +226,7 @@ async def test_an_engine_killed_mid_reply_raises_a_clear_error_and_restarts_itse
             assert "restarts by itself" in str(error)
             break
         # The whole reply was generated before the test saw its first piece (the test stood still meanwhile,
-        # README "Reliability"), so the kill came after it: the next reply must meet the dead engine.
+        # docs/reliability.md), so the kill came after it: the next reply must meet the dead engine.
     else:
         pytest.fail("in 3 tries no reply met the killed engine")
     await engine.ensure_started()  # joins the restart already under way

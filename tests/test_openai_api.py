@@ -16,8 +16,8 @@ LONG_TEXT = " ".join(f"Paragraph {i}: the quick brown fox jumps over the lazy do
 
 @pytest.fixture
 def api(app_server, engine_env):
-    # Generous limits: on a machine busy with other work a client can go unscheduled for seconds (README,
-    # "Reliability"); these tests are about what the API answers, the benchmark about how fast.
+    # Generous limits: on a machine busy with other work a client can go unscheduled for seconds
+    # (docs/reliability.md); these tests are about what the API answers, the benchmark about how fast.
     timeout = httpx.Timeout(300, connect=60)
     return openai.AsyncOpenAI(base_url=f"{app_server.url}/v1", api_key="unused-on-loopback", max_retries=0,
                               timeout=timeout), engine_env["CHAT_MODEL"]

@@ -90,7 +90,7 @@ async def test_two_app_processes_chat_through_one_server_at_once(remote_app, vll
             await client.ask("Hello")  # each app connects to the server on its first message
             await client.change_settings({"max_tokens": 1500})
         # Two long replies asked at once overlap as they arrive. On a busy 2-core machine the client can stand
-        # still through both (see the README's "Reliability") and see them one after the other: ask again then; a
+        # still through both (see docs/reliability.md) and see them one after the other: ask again then; a
         # server that takes one app's request only after the other's reply fails all three tries.
         for _ in range(3):
             reply_a, reply_b = await asyncio.gather(a.ask("From the first app"), b.ask("From the second app"))

@@ -57,7 +57,7 @@ def test_each_level_of_free_memory_gets_the_largest_preset_that_fits(free_gib, e
 
 
 def test_the_footprint_reproduces_what_was_measured_on_the_gpu():
-    # Whole-device NVML peaks while serving (vLLM 0.26, ERNIE-0.3B shape), README "Memory presets".
+    # Whole-device NVML peaks while serving (vLLM 0.26, ERNIE-0.3B shape), docs/benchmarks.md.
     measured = [({"kv_cache_gib": 1.25, "max_model_len": 4096, "max_num_seqs": 32, "max_num_batched_tokens": 2048}, 2.95),
                 ({"kv_cache_gib": 2.0, "max_model_len": 8192, "max_num_seqs": 32, "max_num_batched_tokens": 4096}, 3.78),
                 ({"kv_cache_gib": 3.0, "max_model_len": 16384, "max_num_seqs": 64, "max_num_batched_tokens": 8192}, 5.02),
