@@ -3,15 +3,21 @@
 `ours` goes through engine/ (the app's path minus the UI); `raw` and `default`
 drive vLLM's AsyncLLM directly; `hf` is transformers `generate()`; `app` and `api`
 are the real chat server, through its chats and through its OpenAI-compatible API.
+The peers, what a user would run instead: `serve` is a plain `vllm serve` with the
+articles' flags, `llama` llama.cpp's `llama-server` on a GGUF of the same weights;
+both are read with the `openai` client, given the prompt's token ids.
 All get the same text, put in the model's chat template.
 """
 
 import asyncio
 import json
+import os
 import random
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from engine import presets
 from engine.chat import build_prompt
@@ -229,7 +235,58 @@ class ApiPath(Backend):
         self.server.stop()
 
 
-async def create(config: dict):
+class OpenAICompletions(Backend):
+    """A peer's OpenAI server, streamed with the `openai` client: our prompt's token ids, the app's sampling."""
+
+    def __init__(self, server, tokenizer, model: str, temperature: float):
+        import openai
+
+        super().__init__(tokenizer)
+        self.server, self.model, self.temperature = server, model, temperature
+        self.client = openai.AsyncOpenAI(base_url=server.url, api_key="unused", max_retries=0, timeout=600)
+
+    async def run(self, text: str, max_tokens: int) -> Result:
+        began, first, usage = time.monotonic(), None, None
+        stream = await self.client.completions.create(
+            model=self.model, prompt=self.token_ids(text), max_tokens=max_tokens, stream=True,
+            temperature=self.temperature, top_p=0.8, stream_options={"include_usage": True},
+            extra_body={"ignore_eos": True})
+        async for chunk in stream:
+            if first is None and chunk.choices:
+                first = time.monotonic()
+            usage = chunk.usage or usage
+        ended = time.monotonic()
+        return Result((first or ended) - began, usage.completion_tokens, ended - began, 0, ended)
+
+    async def close(self) -> None:
+        await self.client.close()
+        self.server.stop()
+
+
+# The articles' `vllm serve`: memory by utilization, context and prefix caching set, the rest vLLM's defaults.
+# On the CPU, vLLM's documented knob for the KV cache (`VLLM_CPU_KVCACHE_SPACE`, GiB) replaces the utilization,
+# which there is a fraction of RAM and fails at 0.9 on a 24 GB machine.
+SERVE_FLAGS = {"max_model_len": 4096, "enable_prefix_caching": True}
+SERVE_GPU_FLAGS = {"gpu_memory_utilization": 0.9}
+SERVE_CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+def prepare(config: dict) -> dict:
+    """What a peer needs before it starts, kept out of its start-up time: its GGUF (converted once, as a
+    user does), and the tokenizer that turns our prompts into the token ids it is sent."""
+    if config["kind"] not in ("serve", "llama"):
+        return {}
+    from transformers import AutoTokenizer
+
+    ready = {"tokenizer": AutoTokenizer.from_pretrained(config["model"])}
+    if config["kind"] == "llama":
+        from bench import gguf
+
+        ready["gguf"] = gguf.convert(Path(config["model"]), config.get("outtype", "bf16"))
+    return ready
+
+
+async def create(config: dict, prepared: dict | None = None):
     kind, model = config["kind"], config["model"]
     if kind == "ours":
         from engine.engine import ChatEngine
@@ -247,6 +304,8 @@ async def create(config: dict):
         return await asyncio.to_thread(_hf, model)
     if kind == "app":
         return await _app(config)
+    if kind in ("serve", "llama"):
+        return await asyncio.to_thread(_peer, config, prepared)
     if kind == "api":
         server, tokenizer, _ = await _server(config)
         api = ApiPath(server, tokenizer, model, config.get("temperature", 0.8))
@@ -271,6 +330,30 @@ def _raw_vllm(config: dict) -> RawVllm:
         kwargs = presets.engine_kwargs(preset, model, None, device and device.total_bytes)
     return RawVllm(AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), AutoTokenizer.from_pretrained(model),
                    config.get("temperature", 0.8))
+
+
+def _peer(config: dict, prepared: dict) -> OpenAICompletions:
+    """A peer's server for `config`, started and answering: `vllm serve` or `llama-server`."""
+    import tempfile
+
+    from engine import hardware
+
+    folder, model = Path(tempfile.mkdtemp()), config["model"]
+    if config["kind"] == "llama":
+        from bench.llama_server import LlamaServer
+
+        preset = presets.lookup(config["preset"])  # as many slots, as long each, as the preset's engine has
+        server = LlamaServer(prepared["gguf"], folder / "llama.log", preset.max_num_seqs, preset.max_model_len)
+    else:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from vllm_server import VllmServer
+
+        on_gpu = hardware.gpu() is not None
+        if not on_gpu:
+            os.environ.update(SERVE_CPU_ENV)
+        flags = {**SERVE_FLAGS, **(SERVE_GPU_FLAGS if on_gpu else {}), "disable_log_stats": None}
+        server = VllmServer(model, folder / "serve.log", engine_args=flags)
+    return OpenAICompletions(server.start(), prepared["tokenizer"], model, config.get("temperature", 0.8))
 
 
 def _preset_args(config: dict) -> dict:
@@ -300,9 +383,7 @@ async def _app(config: dict) -> AppPath:
 async def _server(config: dict):
     """A real chat server for `config`'s model and preset, started; the model's tokenizer; and, with
     `remote`, the `vllm serve` process the chat server uses as its engine."""
-    import sys
     import tempfile
-    from pathlib import Path
 
     from transformers import AutoTokenizer
 

@@ -6,8 +6,10 @@ kinds: `ours` (our engine layer with a preset), `raw` (vLLM's AsyncLLM with the
 same arguments as that preset), `default` (AsyncLLM with the articles' default:
 0.9 memory utilization, 16 sequences), `hf` (transformers `generate()`), `app`
 (the real Chainlit server, one socket.io client per chat: the whole app path), `api`
-(the same server's OpenAI-compatible API, the `openai` client, streamed).
-Each configuration runs in its own process so memory and start-up are its own.
+(the same server's OpenAI-compatible API, the `openai` client, streamed), and the
+peers `serve` (a plain `vllm serve`) and `llama` (llama.cpp's `llama-server`).
+Each configuration runs in its own process so memory and start-up are its own; a
+server's memory is its process tree's, and its start runs from its launch.
 Every request uses ignore_eos, so it generates exactly max_tokens. vLLM configurations
 sample like the app (temperature 0.8, top p 0.8) unless the config sets "temperature".
 """
@@ -24,6 +26,7 @@ from bench.memory import MemoryWatch
 SHORT, LONG = 32, 1500  # prompt sizes in tokens
 DECODE_TOKENS = 256
 CONCURRENCY = (1, 8, 32)
+SERVERS = ("app", "api", "serve", "llama")  # measured as a process of their own, from its launch
 
 
 def emit(config: dict, metric: str, value, **extra) -> None:
@@ -81,31 +84,30 @@ async def overhead(backend, config, rounds: int = 6) -> None:
 
 
 async def measure(config: dict) -> None:
-    began = time.perf_counter()
-    import vllm  # noqa: F401  (the app imports it while the server starts, before the first chat)
+    """The whole set; `"suite": "peers"` keeps what the peers are compared on: start, 1, 8 and 32 chats, memory."""
+    full, server = config.get("suite") != "peers", config["kind"] in SERVERS
+    if not server:
+        began = time.perf_counter()
+        import vllm  # noqa: F401  (the app imports it while the server starts, before the first chat)
 
-    emit(config, "import_s", time.perf_counter() - began)
-    watch = MemoryWatch().start()
+        emit(config, "import_s", time.perf_counter() - began)
+    prepared = await asyncio.to_thread(backends.prepare, config)
+    watch = MemoryWatch(children_only=server).start()
     began = time.perf_counter()
-    backend = await backends.create(config)
+    backend = await backends.create(config, prepared)
     start_s = time.perf_counter() - began
     first = await backend.run(backend.prompt(SHORT, seed=1), 16)
-    warm = [await backend.run(backend.prompt(SHORT, seed=2 + i), 16) for i in range(5)]
     emit(config, "start_s", start_s)
     emit(config, "start_to_first_token_s", start_s + first.ttft_s)
     emit(config, "first_message_ttft_ms", first.ttft_s * 1000)
-    emit(config, "warm_ttft_ms", statistics.median(r.ttft_s for r in warm) * 1000)
-    await ttft_series(backend, config, "short", SHORT, 20)
-    await ttft_series(backend, config, "long", LONG, 10)
-    if config["kind"] != "app":  # the app batches tokens every 40 ms: its 1-stream rate is tok_s_at_1
-        decode = [await backend.run(backend.prompt(SHORT, seed=300 + i), DECODE_TOKENS) for i in range(3)]
-        emit(config, "decode_tok_s", statistics.median(r.decode_tok_s for r in decode))
+    if full:
+        await latencies(backend, config)
     for users in config.get("concurrency", CONCURRENCY):
         await concurrency(backend, config, users)
-    if config["kind"] != "hf":
+    if full and config["kind"] != "hf":
         await prefix_cache(backend, config)
         await long_chats(backend, config)
-    if config["kind"] == "ours":
+    if full and config["kind"] == "ours":
         await overhead(backend, config)
     emit(config, "peak_memory_gib", watch.peak_gib())
     if config.get("switch_to"):
@@ -116,6 +118,16 @@ async def measure(config: dict) -> None:
     await backend.close()
     emit(config, "left_after_shutdown_mib", watch.left_after_close_mib())
     watch.stop()
+
+
+async def latencies(backend, config) -> None:
+    warm = [await backend.run(backend.prompt(SHORT, seed=2 + i), 16) for i in range(5)]
+    emit(config, "warm_ttft_ms", statistics.median(r.ttft_s for r in warm) * 1000)
+    await ttft_series(backend, config, "short", SHORT, 20)
+    await ttft_series(backend, config, "long", LONG, 10)
+    if config["kind"] != "app":  # the app batches tokens every 40 ms: its 1-stream rate is tok_s_at_1
+        decode = [await backend.run(backend.prompt(SHORT, seed=300 + i), DECODE_TOKENS) for i in range(3)]
+        emit(config, "decode_tok_s", statistics.median(r.decode_tok_s for r in decode))
 
 
 def main() -> None:

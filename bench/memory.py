@@ -1,4 +1,4 @@
-"""Peak and leftover memory of a configuration: NVML for the whole GPU, or RSS on the CPU.
+"""Peak and leftover memory of a configuration: NVML for the whole GPU, or its processes' memory (PSS) on the CPU.
 
 The engine core is a separate process, so counters inside this process would miss
 it: the GPU is measured as a whole, minus what was in use before the run.
@@ -15,8 +15,10 @@ GIB = 1 << 30
 
 
 class MemoryWatch:
-    def __init__(self, interval_s: float = 0.02):
+    def __init__(self, interval_s: float = 0.02, children_only: bool = False):
+        """`children_only`: on the CPU, count the processes this one starts (a server under test), not itself."""
         self.gpu = hardware.gpu_used_bytes() is not None
+        self.children_only = children_only
         self.baseline = self._read_total() if self.gpu else 0
         self.peak = 0
         self.interval_s = interval_s
@@ -27,7 +29,8 @@ class MemoryWatch:
         if self.gpu:
             return hardware.gpu_used_bytes() or 0
         me = psutil.Process()
-        return hardware.rss_bytes([me.pid, *(p.pid for p in me.children(recursive=True))])
+        children = [p.pid for p in me.children(recursive=True)]
+        return hardware.memory_bytes(children if self.children_only else [me.pid, *children])
 
     def used(self) -> int:
         return max(self._read_total() - self.baseline, 0)
@@ -55,4 +58,4 @@ class MemoryWatch:
         """What is still held once the engine is gone (GPU: waits up to 30 s for it to come back)."""
         if self.gpu:
             return hardware.wait_gpu_memory_back(self.baseline, timeout_s=15, slack_bytes=2 * hardware.MIB) / hardware.MIB
-        return hardware.rss_bytes(list(hardware.child_pids())) / hardware.MIB
+        return hardware.memory_bytes(list(hardware.child_pids())) / hardware.MIB

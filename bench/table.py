@@ -30,14 +30,14 @@ def by_config(report: dict) -> dict[str, dict[str, object]]:
     return grouped
 
 
-def table(report: dict) -> str:
+def table(report: dict, columns: list[tuple[str, str, str]] = COLUMNS) -> str:
     grouped = by_config(report)
-    header = "| config | " + " | ".join(label for _, label, _ in COLUMNS) + " |"
+    header = "| config | " + " | ".join(label for _, label, _ in columns) + " |"
     lines = [f"{report['device']} · {report['model']} · {report['versions']}", "", header,
-             "|---" * (len(COLUMNS) + 1) + "|"]
+             "|---" * (len(columns) + 1) + "|"]
     for name, metrics in grouped.items():
         cells = []
-        for key, _, fmt in COLUMNS:
+        for key, _, fmt in columns:
             value = metrics.get(key)
             cells.append(fmt.format(value) if isinstance(value, (int, float)) else "–")
         if "error" in metrics:

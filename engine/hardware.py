@@ -102,9 +102,20 @@ def wait_gpu_memory_back(baseline_used: int, timeout_s: float = 30.0, slack_byte
         time.sleep(0.2)
 
 
-def rss_bytes(pids: list[int]) -> int:
+def memory_bytes(pids: list[int]) -> int:
+    """The memory these processes hold, pages they share counted once (Linux's PSS; RSS elsewhere).
+
+    A CPU engine's core is forked from the app (engine/build.py) and shares its pages: RSS would count them
+    in both processes.
+    """
     total = 0
     for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                total += next(int(line.split()[1]) * 1024 for line in rollup if line.startswith("Pss:"))
+            continue
+        except (OSError, StopIteration, ValueError):
+            pass
         try:
             total += psutil.Process(pid).memory_info().rss
         except psutil.Error:

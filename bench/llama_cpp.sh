@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# llama.cpp's `llama-server` (the engine under Ollama and LM Studio) for the peers benchmark, built from
+# the llama.cpp sources that PyPI's llama-cpp-python sdist carries, with its HF-to-GGUF converter beside it.
+#   bash bench/llama_cpp.sh            # prints the folder: bin/llama-server, convert_hf_to_gguf.py, gguf-py/
+#   LLAMA_CUDA=1 bash bench/llama_cpp.sh   # a CUDA build (nvcc on PATH)
+# The build is cached under ~/.cache/ernie-chat/llama.cpp/<version>[-cuda]; a second call returns at once.
+# On this 2-core machine the CPU build takes about 10 minutes.
+set -euo pipefail
+version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
+flavour=cpu
+[ "${LLAMA_CUDA:-0}" = 1 ] && flavour=cuda
+home=${LLAMA_CPP_HOME:-$HOME/.cache/ernie-chat/llama.cpp}/$version-$flavour
+if [ -x "$home/bin/llama-server" ]; then echo "$home"; exit 0; fi
+mkdir -p "$home"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+sdist="$home/llama_cpp_python-$version.tar.gz"
+[ -f "$sdist" ] || python3 -m pip download -q --no-deps --no-binary :all: -d "$home" "llama-cpp-python==$version" >&2
+tar -xzf "$sdist" -C "$work"
+src="$work/llama_cpp_python-$version/vendor/llama.cpp"
+options=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+         -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON)
+[ $flavour = cuda ] && options+=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90})
+cmake -S "$src" -B "$work/build" "${options[@]}" >&2
+cmake --build "$work/build" --target llama-server llama-quantize -j "$(nproc)" >&2
+mkdir -p "$home/bin"
+cp "$work/build/bin/llama-server" "$work/build/bin/llama-quantize" "$home/bin/"
+rm -rf "$home/convert" && mkdir -p "$home/convert"
+cp -r "$src/convert_hf_to_gguf.py" "$src/conversion" "$src/gguf-py" "$home/convert/"
+echo "$home"

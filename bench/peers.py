@@ -1,0 +1,73 @@
+"""The peers benchmark: this app beside what a user would run instead, on the same weights, in one run.
+
+    python -m bench.peers --target cpu-full     # ERNIE-0.3B-shaped weights on this machine's CPU
+    python -m bench.peers --target gpu          # the same on a GPU (llama.cpp rows need LLAMA_CUDA=1 builds)
+
+Rows: this app through its chats and its API, its engine layer, a plain `vllm serve` with the articles'
+flags, llama.cpp's `llama-server` on a GGUF of the same weights in bf16 and Q8_0 (as many slots as the
+preset has sequences), and transformers `generate()`. Each runs in its own process with the same prompts,
+lengths (`ignore_eos`) and sampling. Columns: seconds from launch to the first token, tokens/s at 1, 8 and
+32 chats, TTFT p95 at 32, peak memory. Results: bench/results/peers-<target>-<time>.json, .log and plots.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from bench.plot import plot
+from bench.run import RESULTS, device_name, run_config, versions
+from bench.table import table
+
+FULL_SIZE = "models/ernie-0.3b-random"
+COLUMNS = [
+    ("start_to_first_token_s", "launch→1st token s", "{:.1f}"),
+    ("tok_s_at_1", "1 chat tok/s", "{:.1f}"),
+    ("tok_s_at_8", "8 chats tok/s", "{:.0f}"),
+    ("tok_s_at_32", "32 chats tok/s", "{:.0f}"),
+    ("ttft_at_32_p95_ms", "TTFT p95 at 32 ms", "{:.0f}"),
+    ("peak_memory_gib", "peak GiB", "{:.2f}"),
+]
+
+
+def configs(preset: str) -> list[dict]:
+    rows = [
+        {"kind": "app", "preset": preset, "name": "this app: chat"},
+        {"kind": "api", "preset": preset, "name": "this app: API"},
+        {"kind": "ours", "preset": preset, "name": "this app: engine layer"},
+        {"kind": "serve", "name": "vllm serve"},
+        {"kind": "llama", "preset": preset, "outtype": "bf16", "name": "llama.cpp bf16"},
+        {"kind": "llama", "preset": preset, "outtype": "q8_0", "name": "llama.cpp Q8_0"},
+        {"kind": "hf", "name": "transformers generate"},
+    ]
+    return [{**row, "suite": "peers"} for row in rows]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=["cpu-full", "gpu"], required=True)
+    parser.add_argument("--model", default=FULL_SIZE)
+    parser.add_argument("--only", default="", help="comma-separated row names to run")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per row")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    rows = configs("cpu" if args.target == "cpu-full" else "4gb")
+    if args.only:
+        rows = [r for r in rows if r["name"] in args.only.split(",")]
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = args.out / f"peers-{args.target}-{time.strftime('%Y%m%d-%H%M%S')}"
+    results = []
+    with open(f"{stem}.log", "w") as log:
+        for row in rows:
+            results += run_config(row, args.model, args.timeout, log)
+    report = {"command": " ".join(["python", "-m", "bench.peers", *sys.argv[1:]]), "versions": versions(),
+              "device": device_name(), "model": args.model, "results": results}
+    Path(f"{stem}.json").write_text(json.dumps(report, indent=1))
+    print(table(report, COLUMNS))
+    for path in plot(report, stem):
+        print("plot:", path)
+
+
+if __name__ == "__main__":
+    main()
