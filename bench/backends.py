@@ -406,5 +406,6 @@ async def _server(config: dict):
         env = {"CHAT_ENGINE_URL": remote.url}
     if config.get("history") is False:  # the chat path without writing its turns to the database
         env["CHAT_HISTORY"] = "false"
-    server = await asyncio.to_thread(ChainlitServer(env, folder / "chainlit.log").start)
+    root = Path(config.get("tree") or Path(__file__).resolve().parent.parent)  # another checkout's app, if named
+    server = await asyncio.to_thread(ChainlitServer(env, folder / "chainlit.log", root=root).start)
     return server, AutoTokenizer.from_pretrained(config["model"]), remote

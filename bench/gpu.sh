@@ -3,12 +3,14 @@
 #   bash bench/gpu.sh start     # writes the ERNIE-0.3B-shaped model, starts `bench.run` in the background
 #   bash bench/gpu.sh cards     # the same for `bench.cards` (small cards simulated on this GPU)
 #   bash bench/gpu.sh app [TREE] # the same for `bench/app_path.sh` (app path beside the engine layer, profiles)
+#   bash bench/gpu.sh peers     # builds llama.cpp with CUDA (sources carried to /tmp/stash/llama-src.tar.gz),
+#                               # then `bench.peers --target gpu`
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
 # The app path needs the wheels of bench/gpu-wheels.sh there too.
 set -u
 results=/tmp/bench-results
 model=models/ernie-0.3b-random
-running() { pgrep -f "bench.(run --target gpu|cards --model)|bench/app_path.sh" > /dev/null; }
+running() { pgrep -f "bench.(run --target gpu|cards --model|peers)|bench/app_path.sh|llama_cpp.sh" > /dev/null; }
 install_wheels() {  # the app's packages the bundles lack (bench/gpu-wheels.sh), when carried to /tmp/stash/wheels
   ls /tmp/stash/wheels/*.whl > /dev/null 2>&1 || return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
@@ -24,6 +26,13 @@ case "${1:-}" in
     make_model
     if [ "$1" = start ]; then what=(bench.run --target gpu); else what=(bench.cards); fi
     setsid nohup python3 -m "${what[@]}" --model $model --out "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
+    echo "started $!" ;;
+  peers)
+    install_wheels
+    make_model
+    mkdir -p /tmp/llama-src && tar -xzf /tmp/stash/llama-src.tar.gz -C /tmp/llama-src 2>/dev/null
+    setsid nohup bash -c "(time LLAMA_CUDA=1 LLAMA_CPP_SOURCE=/tmp/llama-src bash bench/llama_cpp.sh) > /tmp/llama-build.log 2>&1;
+      LLAMA_CUDA=1 python3 -m bench.peers --target gpu --model $model --out $results ${*:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
   app)
     install_wheels

@@ -3,6 +3,7 @@
 # the llama.cpp sources that PyPI's llama-cpp-python sdist carries, with its HF-to-GGUF converter beside it.
 #   bash bench/llama_cpp.sh            # prints the folder: bin/llama-server, convert_hf_to_gguf.py, gguf-py/
 #   LLAMA_CUDA=1 bash bench/llama_cpp.sh   # a CUDA build (nvcc on PATH)
+#   LLAMA_CPP_SOURCE=DIR bash bench/llama_cpp.sh   # from llama.cpp sources unpacked there (a machine without PyPI)
 # The build is cached under ~/.cache/ernie-chat/llama.cpp/<version>[-cuda]; a second call returns at once.
 # On this 2-core machine the CPU build takes about 10 minutes.
 set -euo pipefail
@@ -14,10 +15,13 @@ if [ -x "$home/bin/llama-server" ]; then echo "$home"; exit 0; fi
 mkdir -p "$home"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-sdist="$home/llama_cpp_python-$version.tar.gz"
-[ -f "$sdist" ] || python3 -m pip download -q --no-deps --no-binary :all: -d "$home" "llama-cpp-python==$version" >&2
-tar -xzf "$sdist" -C "$work"
-src="$work/llama_cpp_python-$version/vendor/llama.cpp"
+src=${LLAMA_CPP_SOURCE:-}
+if [ -z "$src" ]; then
+  sdist="$home/llama_cpp_python-$version.tar.gz"
+  [ -f "$sdist" ] || python3 -m pip download -q --no-deps --no-binary :all: -d "$home" "llama-cpp-python==$version" >&2
+  tar -xzf "$sdist" -C "$work"
+  src="$work/llama_cpp_python-$version/vendor/llama.cpp"
+fi
 options=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
          -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON)
 [ $flavour = cuda ] && options+=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90})

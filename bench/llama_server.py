@@ -26,6 +26,7 @@ class LlamaServer:
                               text=True).stdout.split()[-1]
         self.command = [f"{home}/bin/llama-server", "-m", str(gguf), "--host", "127.0.0.1", "--port", str(self.port),
                         "--parallel", str(parallel), "--ctx-size", str(parallel * ctx_per_slot), "--cont-batching",
+                        "--n-gpu-layers", "999",  # every layer on the GPU of a CUDA build; a CPU build ignores it
                         *(["--threads", str(threads)] if threads else [])]
         self.proc: subprocess.Popen | None = None
 

@@ -51,8 +51,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated row names to run")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per row")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--before", type=Path, help="a checkout of an earlier commit: its chat path is a row too")
     args = parser.parse_args()
     rows = configs("cpu" if args.target == "cpu-full" else "4gb")
+    if args.before:
+        rows.insert(1, {**rows[0], "name": "this app: chat, before", "tree": str(args.before.resolve())})
     if args.only:
         rows = [r for r in rows if r["name"] in args.only.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -60,7 +63,7 @@ def main() -> None:
     results = []
     with open(f"{stem}.log", "w") as log:
         for row in rows:
-            results += run_config(row, args.model, args.timeout, log)
+            results += run_config(row, str(Path(args.model).resolve()), args.timeout, log)
     report = {"command": " ".join(["python", "-m", "bench.peers", *sys.argv[1:]]), "versions": versions(),
               "device": device_name(), "model": args.model, "results": results}
     Path(f"{stem}.json").write_text(json.dumps(report, indent=1))

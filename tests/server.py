@@ -20,8 +20,10 @@ def free_port() -> int:
 
 class ChainlitServer:
     def __init__(self, env: dict[str, str], log_path: Path, port: int | None = None, watch: bool = False,
-                 host: str = "127.0.0.1"):
-        """`host` is where it listens (0.0.0.0: every address); the tests reach it on 127.0.0.1 either way."""
+                 host: str = "127.0.0.1", root: Path = ROOT):
+        """`host` is where it listens (0.0.0.0: every address); the tests reach it on 127.0.0.1 either way.
+        `root`: the checkout whose app.py it runs (the benchmark compares another commit's)."""
+        self.root = root
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         # each server keeps its chats in its own database beside its log, unless the test names one
@@ -37,7 +39,7 @@ class ChainlitServer:
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [*chainlit, "run", "app.py", "-h", "--port", str(self.port), *(["-w"] if self.watch else [])],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=self.root, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
