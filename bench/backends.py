@@ -243,7 +243,8 @@ class OpenAICompletions(Backend):
 
         super().__init__(tokenizer)
         self.server, self.model, self.temperature = server, model, temperature
-        self.client = openai.AsyncOpenAI(base_url=server.url, api_key="unused", max_retries=0, timeout=600)
+        # the client's own retries stay on: llama-server closes a kept-alive connection after 5 requests
+        self.client = openai.AsyncOpenAI(base_url=server.url, api_key="unused", timeout=600)
 
     async def run(self, text: str, max_tokens: int) -> Result:
         began, first, usage = time.monotonic(), None, None

@@ -11,8 +11,10 @@ version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 flavour=cpu
 [ "${LLAMA_CUDA:-0}" = 1 ] && flavour=cuda
 home=${LLAMA_CPP_HOME:-$HOME/.cache/ernie-chat/llama.cpp}/$version-$flavour
-if [ -x "$home/bin/llama-server" ]; then echo "$home"; exit 0; fi
 mkdir -p "$home"
+exec 9> "$home.lock"
+flock 9  # one build at a time: a second call waits for it, then finds it done
+if [ -x "$home/bin/llama-server" ]; then echo "$home"; exit 0; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 src=${LLAMA_CPP_SOURCE:-}
@@ -23,10 +25,10 @@ if [ -z "$src" ]; then
   src="$work/llama_cpp_python-$version/vendor/llama.cpp"
 fi
 options=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
-         -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON)
+         -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON)
 [ $flavour = cuda ] && options+=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90})
 cmake -S "$src" -B "$work/build" "${options[@]}" >&2
-cmake --build "$work/build" --target llama-server llama-quantize -j "$(nproc)" >&2
+cmake --build "$work/build" --target llama-server llama-quantize -j "${LLAMA_JOBS:-$(nproc)}" >&2
 mkdir -p "$home/bin"
 cp "$work/build/bin/llama-server" "$work/build/bin/llama-quantize" "$home/bin/"
 rm -rf "$home/convert" && mkdir -p "$home/convert"

@@ -114,6 +114,18 @@ def end_with_the_app() -> None:
 
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
     write_to_fds_1_and_2()
+    leave_a_core_to_the_app()
+
+
+def leave_a_core_to_the_app() -> None:
+    """The core computes with one thread fewer than there are cores, as vLLM's own CPU worker does.
+
+    The app streams every reply from the other core: with the engine's threads on both of 2 cores, one
+    chat through the app ran at 12.5 tok/s instead of 26 (docs/benchmarks.md, "Peers").
+    """
+    import torch
+
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) - 1))
 
 
 def write_to_fds_1_and_2() -> None:
