@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import contextvars
 import importlib
+import os
 import shutil
 import sys
 import time
@@ -331,6 +332,21 @@ async def test_a_damaged_weights_file_is_explained_and_says_to_download_again(ti
     error = await start_failure(damaged)
     assert isinstance(error, DamagedModelError)
     assert str(damaged) in str(error) and "model.safetensors" in str(error) and "Download it again" in str(error)
+
+
+async def test_a_cpu_engine_is_one_forked_process_apart_from_the_app(engine):
+    """The engine core is forked, not spawned (no second Python importing vLLM), its model worker runs inside
+    it (no third), and it is in a session of its own, so a Ctrl-C in the app's terminal does not reach it."""
+    def alive(processes):  # less zombies and multiprocessing's resource tracker
+        return [p for p in processes
+                if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(p.cmdline())]
+
+    # direct children only: a test server running alongside has its own engine, one level down
+    cores = [p for p in alive(psutil.Process().children()) if "EngineCore" in " ".join(p.cmdline())]
+    assert len(cores) == 1, [p.cmdline() for p in cores]
+    assert "spawn_main" not in " ".join(cores[0].cmdline())
+    assert alive(cores[0].children()) == [], "the model worker should run inside the engine core"
+    assert os.getsid(cores[0].pid) == cores[0].pid != os.getsid(0)
 
 
 async def test_repeated_preset_switches_leave_no_engine_process_behind(engine):
