@@ -121,11 +121,12 @@ def leave_a_core_to_the_app() -> None:
     """The core computes with one thread fewer than there are cores, as vLLM's own CPU worker does.
 
     The app streams every reply from the other core: with the engine's threads on both of 2 cores, one
-    chat through the app ran at 12.5 tok/s instead of 26 (docs/benchmarks.md, "Peers").
+    chat through the app ran at 12.5 tok/s instead of 26 (docs/benchmarks.md, "Start-up").
     """
     import torch
 
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) - 1))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    torch.set_num_threads(max(1, cores - 1))
 
 
 def write_to_fds_1_and_2() -> None:
