@@ -60,9 +60,9 @@ class Backend:
 
 
 class Ours(Backend):
-    def __init__(self, engine, temperature: float):
+    def __init__(self, engine, temperature: float, top_p: float = 0.8):
         super().__init__(engine._tokenizer)
-        self.engine, self.temperature = engine, temperature
+        self.engine, self.temperature, self.top_p = engine, temperature, top_p
 
     def raw(self) -> "RawVllm":
         """The same running engine, driven directly."""
@@ -72,7 +72,7 @@ class Ours(Backend):
         from engine.engine import Stats
         from engine.settings import Sampling
 
-        sampling = Sampling(temperature=self.temperature, max_tokens=max_tokens, ignore_eos=True)
+        sampling = Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=max_tokens, ignore_eos=True)
         async for item in self.engine.stream([{"role": "user", "content": text}], sampling, ""):
             if isinstance(item, Stats):
                 return Result(item.ttft_s, item.generated_tokens, item.total_s, item.cached_tokens)
@@ -298,7 +298,7 @@ async def create(config: dict, prepared: dict | None = None):
                                  gpus=config.get("gpus", 1), parallel=config.get("parallel", "data"))
         engine = ChatEngine(settings)
         await engine.ensure_started()
-        return Ours(engine, config.get("temperature", 0.8))
+        return Ours(engine, config.get("temperature", 0.8), config.get("top_p", 0.8))
     if kind in ("raw", "default"):
         return await asyncio.to_thread(_raw_vllm, config)
     if kind == "hf":

@@ -36,6 +36,8 @@ def configs(preset: str) -> list[dict]:
         {"kind": "app", "preset": preset, "name": "this app: chat"},
         {"kind": "api", "preset": preset, "name": "this app: API"},
         {"kind": "ours", "preset": preset, "name": "this app: engine layer"},
+        # what vLLM's top-p costs: with a top p it sorts the whole vocabulary of every sequence at every step
+        {"kind": "ours", "preset": preset, "name": "this app: engine layer at top p 1", "top_p": 1.0},
         {"kind": "serve", "name": "vllm serve"},
         {"kind": "llama", "preset": preset, "outtype": "bf16", "name": "llama.cpp bf16"},
         {"kind": "llama", "preset": preset, "outtype": "q8_0", "name": "llama.cpp Q8_0"},
