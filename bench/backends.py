@@ -205,6 +205,19 @@ class AppPath(Backend):
             self.engine_server.stop()
 
 
+async def read_stream(stream):
+    """An `openai` stream read to its end: when its first token came, its usage, when it ended.
+
+    vLLM and llama-server send the first chunk with the first token, even when its text is "".
+    """
+    first, usage = None, None
+    async for chunk in stream:
+        if first is None and chunk.choices:
+            first = time.monotonic()
+        usage = chunk.usage or usage
+    return first, usage, time.monotonic()
+
+
 class ApiPath(Backend):
     """The OpenAI-compatible API of a real `chainlit run app.py` server, with the `openai` client, streamed."""
 
@@ -216,16 +229,12 @@ class ApiPath(Backend):
         self.client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused-on-loopback")
 
     async def run(self, text: str, max_tokens: int) -> Result:
-        began, first, usage = time.monotonic(), None, None
+        began = time.monotonic()
         stream = await self.client.chat.completions.create(
             model=self.model, messages=[{"role": "user", "content": text}], max_tokens=max_tokens, stream=True,
             temperature=self.temperature, top_p=0.8, stream_options={"include_usage": True},
             extra_body={"ignore_eos": True})
-        async for chunk in stream:  # vLLM sends the first chunk with the first token, even when its text is ""
-            if first is None and chunk.choices:
-                first = time.monotonic()
-            usage = chunk.usage or usage
-        ended = time.monotonic()
+        first, usage, ended = await read_stream(stream)
         details = usage.prompt_tokens_details
         return Result((first or ended) - began, usage.completion_tokens, ended - began,
                       (details.cached_tokens or 0) if details else 0, ended)
@@ -247,16 +256,12 @@ class OpenAICompletions(Backend):
         self.client = openai.AsyncOpenAI(base_url=server.url, api_key="unused", timeout=600)
 
     async def run(self, text: str, max_tokens: int) -> Result:
-        began, first, usage = time.monotonic(), None, None
+        began = time.monotonic()
         stream = await self.client.completions.create(
             model=self.model, prompt=self.token_ids(text), max_tokens=max_tokens, stream=True,
             temperature=self.temperature, top_p=0.8, stream_options={"include_usage": True},
             extra_body={"ignore_eos": True})
-        async for chunk in stream:
-            if first is None and chunk.choices:
-                first = time.monotonic()
-            usage = chunk.usage or usage
-        ended = time.monotonic()
+        first, usage, ended = await read_stream(stream)
         return Result((first or ended) - began, usage.completion_tokens, ended - began, 0, ended)
 
     async def close(self) -> None:
@@ -400,7 +405,7 @@ async def _server(config: dict):
 
         from engine import build
 
-        build.use_gpu_environment()  # the same vLLM environment as an embedded GPU engine gets
+        build.use_environment("cuda")  # the same vLLM environment as an embedded GPU engine gets
         engine_args = await asyncio.to_thread(_preset_args, config)
         remote = await asyncio.to_thread(VllmServer(config["model"], folder / "serve.log",
                                                     engine_args=engine_args).start)

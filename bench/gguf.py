@@ -17,7 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench.llama_server import llama_cpp_home
+
 CACHE = Path.home() / ".cache" / "ernie-chat" / "gguf"
 
 
@@ -29,8 +30,7 @@ def convert(model_dir: Path, outtype: str, cache: Path = CACHE) -> Path:
     if out.exists() and out.stat().st_mtime > weights:
         return out
     cache.mkdir(parents=True, exist_ok=True)
-    home = subprocess.run(["bash", str(ROOT / "bench" / "llama_cpp.sh")], check=True, stdout=subprocess.PIPE,
-                          text=True).stdout.split()[-1]
+    home = llama_cpp_home()
     source = model_dir
     if not (model_dir / "tokenizer.model").exists():
         source = stage(model_dir, cache / f"{model_dir.name}-staging")

@@ -4,27 +4,29 @@
 evenly among its slots. It serves the OpenAI API at `url`; /v1/completions takes a prompt of token ids.
 """
 
-import os
-import signal
-import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from server import free_port, stop_process_group  # noqa: E402
+
+
+def llama_cpp_home() -> str:
+    """The folder of llama.cpp's build and converter, built first if needed (bench/llama_cpp.sh)."""
+    return subprocess.run(["bash", str(ROOT / "bench" / "llama_cpp.sh")], check=True, stdout=subprocess.PIPE,
+                          text=True).stdout.split()[-1]
 
 
 class LlamaServer:
     def __init__(self, gguf: Path, log_path: Path, parallel: int, ctx_per_slot: int, threads: int | None = None):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
-        home = subprocess.run(["bash", str(ROOT / "bench" / "llama_cpp.sh")], check=True, stdout=subprocess.PIPE,
-                              text=True).stdout.split()[-1]
-        self.command = [f"{home}/bin/llama-server", "-m", str(gguf), "--host", "127.0.0.1", "--port", str(self.port),
+        self.command = [f"{llama_cpp_home()}/bin/llama-server", "-m", str(gguf), "--host", "127.0.0.1", "--port", str(self.port),
                         "--parallel", str(parallel), "--ctx-size", str(parallel * ctx_per_slot), "--cont-batching",
                         "--n-gpu-layers", "999",  # every layer on the GPU of a CUDA build; a CPU build ignores it
                         *(["--threads", str(threads)] if threads else [])]
@@ -50,11 +52,5 @@ class LlamaServer:
         raise TimeoutError(f"llama-server did not answer on {self.url}; see {self.log_path}")
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        if self.proc is not None:
+            stop_process_group(self.proc)

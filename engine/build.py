@@ -31,13 +31,9 @@ CPU_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 MAX_HOLD_S = 0.02
 
 
-def use_gpu_environment() -> None:
-    for variable, value in GPU_ENGINE_ENV.items():
-        os.environ.setdefault(variable, value)
-
-
-def use_cpu_environment() -> None:
-    for variable, value in CPU_ENGINE_ENV.items():
+def use_environment(device_kind: str) -> None:
+    """The vLLM environment an engine on `device_kind` ("cuda" or "cpu") gets; an explicit setting wins."""
+    for variable, value in (GPU_ENGINE_ENV if device_kind == "cuda" else CPU_ENGINE_ENV).items():
         os.environ.setdefault(variable, value)
 
 

@@ -128,10 +128,7 @@ class ChatEngine:
             plan = await asyncio.to_thread(plan_start, name, self.settings)
             self.device, self.preset, self.dtype = plan.device, plan.preset, plan.dtype
             self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
-            if self.device.kind == "cuda":
-                build.use_gpu_environment()
-            else:
-                build.use_cpu_environment()
+            build.use_environment(self.device.kind)
             kwargs = presets.engine_kwargs(
                 self.preset, self.settings.model,
                 str(self.settings.download_dir) if self.settings.download_dir else None,

@@ -12,6 +12,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def stop_process_group(proc: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM to a server started in a session of its own and everything it started, SIGKILL after `timeout`."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -9,7 +9,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from server import free_port
+from server import free_port, stop_process_group
 
 
 class VllmServer:
@@ -51,13 +51,8 @@ class VllmServer:
         self.proc.wait()
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        if self.proc is not None:
+            stop_process_group(self.proc)
 
 
 def cli_args(engine_args: dict) -> list[str]:
