@@ -46,12 +46,19 @@ class ChainlitServer:
         self.watch = watch
 
     def start(self, timeout: float = 120) -> "ChainlitServer":
+        return self.launch().wait_answering(timeout)
+
+    def launch(self) -> "ChainlitServer":
+        """Start the process and return at once (`wait_answering` waits for its page)."""
         script = Path(sys.executable).with_name("chainlit")  # a venv has it; a bare interpreter runs the module
         chainlit = [str(script)] if script.exists() else [sys.executable, "-m", "chainlit"]
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [*chainlit, "run", "app.py", "-h", "--port", str(self.port), *(["-w"] if self.watch else [])],
             cwd=self.root, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def wait_answering(self, timeout: float = 120) -> "ChainlitServer":
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
