@@ -13,7 +13,6 @@ import time
 import types
 from pathlib import Path
 
-from engine.settings import Settings
 
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
 RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
@@ -53,7 +52,7 @@ def import_engine_modules():
     return AutoTokenizer, AsyncEngineArgs, AsyncLLM
 
 
-def build_engine(kwargs: dict, settings: Settings):
+def build_engine(kwargs: dict):
     """Runs in a thread: build vLLM's engine and the tokenizer the prompts are made with."""
     AutoTokenizer, AsyncEngineArgs, AsyncLLM = import_engine_modules()
     from vllm.platforms import current_platform
@@ -67,8 +66,7 @@ def build_engine(kwargs: dict, settings: Settings):
         with engine_processes_apart():
             llm = AsyncLLM.from_engine_args(engine_args)
     # vLLM has loaded the model's tokenizer already (2 s for ERNIE's 103k vocabulary on 2 cores)
-    tokenizer = getattr(llm, "tokenizer", None) or AutoTokenizer.from_pretrained(
-        settings.model, cache_dir=str(settings.download_dir) if settings.download_dir else None)
+    tokenizer = getattr(llm, "tokenizer", None) or AutoTokenizer.from_pretrained(kwargs["model"])
     return llm, tokenizer
 
 

@@ -20,7 +20,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import build, hardware, presets, sizing
+from engine import build, download, hardware, presets, sizing
 from engine.chat import build_prompt, stop_token_ids
 from engine.enginelog import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
@@ -129,18 +129,20 @@ class ChatEngine:
             self.device, self.preset, self.dtype = plan.device, plan.preset, plan.dtype
             self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
             build.use_environment(self.device.kind)
+            if plan.download:
+                folder = await download.fetch(self.settings, lambda text: self._progress.emit(text, began))
+            else:
+                folder = await asyncio.to_thread(download.local_folder, self.settings)
             kwargs = presets.engine_kwargs(
-                self.preset, self.settings.model,
-                str(self.settings.download_dir) if self.settings.download_dir else None,
-                self.device.total_bytes if self.device.kind == "cuda" else None, plan.dtype,
-                self.settings.gpus, self.settings.parallel,
+                self.preset, str(folder), None, self.device.total_bytes if self.device.kind == "cuda" else None,
+                plan.dtype, self.settings.gpus, self.settings.parallel,
             )
-            action = "Downloading" if plan.download else "Loading"
-            stage = f"{action} {self.settings.model} ({self.preset.name} preset)"
+            kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
+            stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
             before = hardware.child_pids()
             mark = ENGINE_OUTPUT.mark()
             with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
-                building = asyncio.ensure_future(asyncio.to_thread(build.build_engine, kwargs, self.settings))
+                building = asyncio.ensure_future(asyncio.to_thread(build.build_engine, kwargs))
                 while not building.done():
                     await self._progress.emit(stage, began)
                     await asyncio.wait([building], timeout=1.0)
@@ -343,6 +345,7 @@ class ChatEngine:
             finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
             total_s=time.perf_counter() - began, max_tokens=prompt.max_tokens,
             context_full=prompt.max_tokens < sampling.max_tokens, max_model_len=self.preset.max_model_len,
+            cut=prompt.cut,
         )
 
     def _restart_in_background(self) -> None:

@@ -5,6 +5,12 @@ Everything the engine layer raises on purpose is a `ChatError`; the UI shows
 """
 
 
+# Where else the weights can come from, for users who cannot reach the Hugging Face hub (or reach it slowly).
+OTHER_SOURCES = ("a hub mirror (HF_ENDPOINT=https://hf-mirror.com), ModelScope (CHAT_MODEL_SOURCE=modelscope), "
+                 "or a folder you downloaded once (CHAT_MODEL=/path/to/the/folder, or CHAT_DOWNLOAD_DIR to where "
+                 "it is cached).")
+
+
 class ChatError(Exception):
     """A problem the user can act on: `problem` says what happened, `fix` what to do."""
 
@@ -46,9 +52,18 @@ class ModelNotFoundError(ChatError):
     def __init__(self, model: str, detail: str):
         super().__init__(
             f"Model '{model}' could not be found or downloaded ({detail}).",
-            "Check your network, or download it once and set CHAT_MODEL to its local folder "
-            "(or CHAT_DOWNLOAD_DIR to where it is cached). To try the app offline: "
+            f"Check your network, or download through another way: {OTHER_SOURCES} To try the app offline: "
             "`.venv/bin/python scripts/make_tiny_model.py`, then CHAT_MODEL=models/tiny-ernie.",
+        )
+
+
+class DownloadError(ChatError):
+    def __init__(self, model: str, source: str, detail: str, done: int, total: int):
+        where = f" at {done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""
+        super().__init__(
+            f"The download of '{model}' from {source} stopped{where} ({detail}).",
+            f"Check your network, then press Try again: the download continues where it stopped. "
+            f"Other ways: {OTHER_SOURCES}",
         )
 
 

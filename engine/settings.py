@@ -50,7 +50,11 @@ class Settings(BaseSettings):
     dtype: Literal["auto", "bfloat16", "float16"] = Field(
         "auto", description="Weights and activations on the GPU; auto is bfloat16, or float16 on cards older "
                             "than compute capability 8.0, which have no bfloat16.")
-    download_dir: Path | None = Field(None, description="Where downloaded weights are cached (default: the Hugging Face cache).")
+    model_source: Literal["huggingface", "modelscope"] = Field(
+        "huggingface", description="Where a model id is downloaded from: the Hugging Face hub (or the mirror "
+                                   "HF_ENDPOINT names), or ModelScope (ERNIE's id there is PaddlePaddle/...).")
+    download_dir: Path | None = Field(None, description="Where downloaded weights are cached (default: the Hugging "
+                                                        "Face cache, or ModelScope's).")
     system_prompt: SystemPrompt = "You are a helpful assistant."
     temperature: Temperature = 0.8
     top_p: TopP = 0.8

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import hardware, presets, sizing
+from engine import download, hardware, presets, sizing
 from engine.errors import (ChatError, DamagedModelError, EngineStartError, GpuDriverError,
                            ModelNotFoundError, NoGpuError, OutOfMemoryError, UnsupportedGpuError)
 from engine.settings import Settings
@@ -52,20 +52,20 @@ class StartPlan:
     preset: presets.Preset
     dtype: str = "auto"
     notice: str = ""
-    download: bool = False  # the weights come from the hub first
+    download: bool = False  # the weights are downloaded first (engine/download.py)
 
 
-def check_model(model: str, cache_dir: Path | None = None) -> bool:
+def check_model(model: str, cache_dir: Path | None = None, source: str = "huggingface") -> bool:
     """A model folder must exist and hold whole weights; a hub id must be cached or the hub reachable.
 
-    True when the weights will be downloaded first.
+    True when the weights will be downloaded first (`engine/download.py`); a ModelScope id always is asked for.
     """
     folder = Path(model).expanduser()
     looks_local = model.startswith((".", "/", "~")) or os.sep + os.sep in model or model.count("/") > 1
     if looks_local and not folder.is_dir():
         raise ModelNotFoundError(model, "there is no such folder")
     if not folder.is_dir():
-        return _needs_download(model, cache_dir)
+        return True if source == "modelscope" else _needs_download(model, cache_dir)
     for weights in sorted(folder.glob("*.safetensors")):
         problem = _safetensors_problem(weights)
         if problem:
@@ -76,16 +76,16 @@ def check_model(model: str, cache_dir: Path | None = None) -> bool:
 def _needs_download(model: str, cache_dir: Path | None) -> bool:
     """Whether a hub model must be downloaded; raises at once when it is not cached and the hub cannot be reached
     (instead of the minute of retries a download would spend)."""
-    from huggingface_hub import HfApi, try_to_load_from_cache
+    from huggingface_hub import HfApi
 
-    cached = try_to_load_from_cache(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
-    if isinstance(cached, str):
+    if download.cached_snapshot(model, cache_dir) is not None:
         return False
+    endpoint = download.hub_endpoint()
     try:
-        HfApi().model_info(model, timeout=HUB_TIMEOUT_S)
+        HfApi(endpoint=endpoint).model_info(model, timeout=HUB_TIMEOUT_S)
     except Exception as error:
-        raise ModelNotFoundError(model, f"it is not in the local cache, and the Hugging Face hub cannot be reached: "
-                                        f"{_error_text(f'{type(error).__name__}: {error}')}") from error
+        raise ModelNotFoundError(model, f"it is not in the local cache, and the Hugging Face hub at {endpoint} cannot "
+                                        f"be reached: {_error_text(f'{type(error).__name__}: {error}')}") from error
     return True
 
 def _safetensors_problem(path: Path) -> str | None:
@@ -112,8 +112,8 @@ def plan_start(name: str, settings: Settings, releasing_bytes: int = 0) -> Start
 
     `releasing_bytes` is GPU memory that the running engine holds and would give back first (a switch).
     """
-    download = check_model(settings.model, settings.download_dir)
-    return dataclasses.replace(plan_device(name, settings, releasing_bytes), download=download)
+    fetch = check_model(settings.model, settings.download_dir, settings.model_source)
+    return dataclasses.replace(plan_device(name, settings, releasing_bytes), download=fetch)
 
 
 def plan_device(name: str, settings: Settings, releasing_bytes: int = 0) -> StartPlan:

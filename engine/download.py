@@ -1,0 +1,218 @@
+"""Getting the model's files before the engine starts: from the Hugging Face hub, a mirror of it, or ModelScope.
+
+vLLM is handed the local folder this returns, so it never downloads inside its engine build, where no progress
+can be shown. The hub's own client does the work: `snapshot_download(dry_run=True)` says which files are
+missing and their sizes, `http_get` fetches each one, and `snapshot_download` then files them into the
+hub's cache. A file's bytes go into `<blob>.partial` first and stay there when the network fails: the next
+try asks only for the rest (HTTP `Range`; the client's own temporary files are deleted on failure). A mirror
+is `HF_ENDPOINT` (e.g. https://hf-mirror.com), read at each start. `CHAT_MODEL_SOURCE=modelscope` downloads
+with the `modelscope` package instead, which resumes by itself. While files arrive, the start's note says how
+far it is every second; the log says it every few seconds.
+"""
+
+import asyncio
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from engine.errors import DownloadError, ModelNotFoundError
+from engine.settings import Settings
+
+log = logging.getLogger("engine")
+# What vLLM reads from a model folder: config, tokenizer (a fast one or sentencepiece), chat template, weights.
+# Other formats of the same weights (*.bin, *.pth, *.gguf) are left on the hub.
+WANTED = ["*.json", "*.safetensors", "*.model", "*.jinja", "*.txt"]
+MODELSCOPE_IDS = {"baidu/ERNIE-4.5-0.3B-PT": "PaddlePaddle/ERNIE-4.5-0.3B-PT"}
+DEFAULT_HUB = "https://huggingface.co"
+LOG_EVERY_S = 10.0
+CHUNK_BYTES = 128 * 1024
+SPEED_WINDOW_S = 5.0
+
+
+def hub_endpoint() -> str:
+    """The hub or mirror to download from: `HF_ENDPOINT` as it is now, not as it was when the client was imported."""
+    return os.environ.get("HF_ENDPOINT", DEFAULT_HUB).rstrip("/")
+
+
+def source_name(settings: Settings) -> str:
+    if settings.model_source == "modelscope":
+        return f"ModelScope ({modelscope_id(settings.model)})"
+    endpoint = hub_endpoint()
+    return "the Hugging Face hub" if endpoint == DEFAULT_HUB else f"the hub mirror {endpoint}"
+
+
+def modelscope_id(model: str) -> str:
+    """The model's name on ModelScope: ERNIE's there is PaddlePaddle's; any other id is taken as it is."""
+    return MODELSCOPE_IDS.get(model, model)
+
+
+def cached_snapshot(model: str, cache_dir: Path | None) -> Path | None:
+    """The hub model's complete snapshot in the cache, without asking the network; None when it is not all there."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(model, cache_dir=cache_dir, allow_patterns=WANTED, local_files_only=True))
+    except LocalEntryNotFoundError:  # also IncompleteSnapshotError: some files never arrived
+        return None
+
+
+class Transfer:
+    """How far one download is: bytes there of the total, and how fast this try brings them."""
+
+    def __init__(self, model: str):
+        self.model = model
+        self.total = 0
+        self.done = 0  # on disk, also from earlier tries
+        self.fetched = 0  # received in this try
+        self.began = time.monotonic()
+        self._samples = deque([(self.began, 0)])  # (when, fetched): the speed is that of the last few seconds
+
+    def add(self, count: int) -> None:
+        self.done += count
+        self.fetched += count
+
+    def describe(self) -> str:
+        if not self.total:
+            return f"Downloading {self.model}: looking up its files"
+        scale = 1e6 if self.total >= 10e6 else 1e3
+        unit = "MB" if scale == 1e6 else "kB"
+        percent = min(100, int(100 * self.done / self.total))
+        text = f"Downloading {self.model}: {self.done / scale:,.0f} of {self.total / scale:,.0f} {unit} ({percent}%)"
+        now = time.monotonic()
+        self._samples.append((now, self.fetched))
+        while len(self._samples) > 2 and now - self._samples[1][0] >= SPEED_WINDOW_S:
+            self._samples.popleft()
+        since, fetched = self._samples[0]
+        speed = (self.fetched - fetched) / (now - since) if now > since else 0.0
+        if speed > 0 and self.done < self.total:
+            text += f", {speed / 1e6:.1f} MB/s, {(self.total - self.done) / speed:,.0f} s left"
+        return text
+
+    def bar(self):
+        """A stand-in for the client's tqdm class: each received chunk lands here."""
+        transfer = self
+
+        class Bar:
+            def __init__(self, *args, initial=0, **kwargs):
+                transfer.done += initial  # bytes an earlier try left in the file
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                pass
+
+            def update(self, count=1):
+                transfer.add(int(count or 0))
+
+            def close(self):
+                pass
+
+        return Bar
+
+
+def local_folder(settings: Settings) -> Path:
+    """The folder of a model that needs no download: CHAT_MODEL itself, or its snapshot in the hub's cache."""
+    folder = Path(settings.model).expanduser()
+    return folder if folder.is_dir() else cached_snapshot(settings.model, settings.download_dir) or folder
+
+
+async def fetch(settings: Settings, report: Callable[[str], Awaitable[None]]) -> Path:
+    """Download the model and return its folder; `report` gets the progress about once a second."""
+    transfer = Transfer(settings.model)
+    work = from_modelscope if settings.model_source == "modelscope" else from_hub
+    task = asyncio.ensure_future(asyncio.to_thread(work, settings, transfer))
+    logged = 0.0
+    while not task.done():
+        await report(transfer.describe())
+        if time.monotonic() - logged >= LOG_EVERY_S and transfer.total:
+            log.info("%s from %s", transfer.describe(), source_name(settings))
+            logged = time.monotonic()
+        await asyncio.wait([task], timeout=1.0)
+    try:
+        folder = task.result()
+        await report(transfer.describe())  # the last of it: 100%
+    except (DownloadError, ModelNotFoundError):
+        raise
+    except Exception as error:
+        raise DownloadError(settings.model, source_name(settings), f"{type(error).__name__}: {error}",
+                            transfer.done, transfer.total) from error
+    log.info("downloaded %s from %s: %.1f MB in %.0f s", settings.model, source_name(settings),
+             transfer.fetched / 1e6, time.monotonic() - transfer.began)
+    return folder
+
+
+def from_hub(settings: Settings, transfer: Transfer) -> Path:
+    """Runs in a thread: the missing files from the hub (or its mirror) into its cache, then the snapshot's folder."""
+
+    from huggingface_hub import constants, snapshot_download
+
+    # The client hands on what it receives 10 MB at a time: progress would move, and a cut keep, 10 MB steps.
+    constants.DOWNLOAD_CHUNK_SIZE = CHUNK_BYTES
+    model, cache_dir, endpoint = settings.model, settings.download_dir, hub_endpoint()
+    try:
+        plan = snapshot_download(model, cache_dir=cache_dir, allow_patterns=WANTED, endpoint=endpoint, dry_run=True,
+                                 tqdm_class=_Silent)
+    except Exception as error:
+        raise ModelNotFoundError(model, f"it is not in the local cache, and {source_name(settings)} cannot be "
+                                        f"reached or has no such model: {type(error).__name__}: {error}") from error
+    missing = [info for info in plan if info.will_download]
+    transfer.total = sum(info.file_size or 0 for info in plan)
+    transfer.done = transfer.total - sum(info.file_size or 0 for info in missing)
+    for info in missing:
+        _fetch_file(model, info.filename, info.commit_hash, cache_dir, endpoint, transfer)
+    # the bytes are all there now: this only files them into the cache, with nothing to show
+    return Path(snapshot_download(model, cache_dir=cache_dir, allow_patterns=WANTED, endpoint=endpoint,
+                                  revision=plan[0].commit_hash if plan else None, tqdm_class=_Silent))
+
+
+class _Silent(tqdm):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "disable": True})
+
+
+def _fetch_file(model: str, filename: str, commit: str, cache_dir: Path | None, endpoint: str,
+                transfer: Transfer) -> None:
+    """One file into the cache's blob store, continuing the `.partial` bytes an earlier try left."""
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.file_download import http_get, repo_folder_name
+    from huggingface_hub.utils import WeakFileLock, build_hf_headers
+
+    meta = get_hf_file_metadata(hf_hub_url(model, filename, revision=commit, endpoint=endpoint))
+    cache = Path(cache_dir or constants.HF_HUB_CACHE).expanduser().resolve()
+    folder = repo_folder_name(repo_id=model, repo_type="model")
+    blob = cache / folder / "blobs" / meta.etag
+    partial = blob.with_name(blob.name + ".partial")
+    lock = cache / ".locks" / folder / f"{meta.etag}.partial.lock"  # where the client keeps its own locks
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with WeakFileLock(str(lock)):  # another app process may be fetching the same file
+        if blob.exists():
+            return
+        with open(partial, "ab") as file:
+            http_get(meta.location, file, resume_size=file.tell(), headers=build_hf_headers(),
+                     expected_size=meta.size, tqdm_class=transfer.bar())
+        partial.replace(blob)
+
+
+def from_modelscope(settings: Settings, transfer: Transfer) -> Path:
+    """Runs in a thread: the model from ModelScope (its client resumes a cut file by itself)."""
+    from modelscope.hub.callback import ProgressCallback
+    from modelscope.hub.snapshot_download import snapshot_download
+
+    class Counted(ProgressCallback):
+        def __init__(self, filename: str, file_size: int):
+            super().__init__(filename, file_size)
+            transfer.total += file_size  # ModelScope names a file's size as its download starts
+
+        def update(self, size: int) -> None:
+            transfer.add(size)
+
+    return Path(snapshot_download(modelscope_id(settings.model), cache_dir=settings.download_dir,
+                                  allow_patterns=WANTED, progress_callbacks=[Counted]))

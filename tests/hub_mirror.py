@@ -1,0 +1,132 @@
+"""A Hugging Face hub mirror on 127.0.0.1 for the download tests: it serves one model folder, slowly.
+
+It answers what `huggingface_hub` asks a hub at `HF_ENDPOINT` while it downloads a snapshot: the model's
+revision (`/api/models/{repo}/revision/{rev}`), its file tree (`/api/models/{repo}/tree/{commit}`), and each
+file's metadata and bytes (`HEAD`/`GET /{repo}/resolve/{rev}/{file}`, with `Range` for a resume). Bytes
+go out at `bytes_per_s`, so a download lasts long enough for its progress to be seen. `cut_after(n)` drops
+the connection once `n` more bytes of a file have gone out and then answers nothing (a network that went
+away) until `restore()`. The tests need it because no machine here can reach the real hub; what downloads
+from it is the real client.
+"""
+
+import hashlib
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+CHUNK = 16 * 1024
+
+
+class HubMirror:
+    def __init__(self, repo_id: str, folder: Path, bytes_per_s: int = 200_000):
+        self.repo_id, self.bytes_per_s = repo_id, bytes_per_s
+        self.files = {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.is_file()}
+        self.commit = hashlib.sha1(b"".join(self.files.values())).hexdigest()
+        self.sent = 0  # bytes of file bodies sent so far
+        self.requests: list[str] = []  # "METHOD path" of each request
+        self.down = False
+        self._cut_at: int | None = None
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> "HubMirror":
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def cut_after(self, more_bytes: int) -> None:
+        """Go down once `more_bytes` more bytes of file bodies have been sent."""
+        self._cut_at = self.sent + more_bytes
+
+    def restore(self) -> None:
+        self.down, self._cut_at = False, None
+
+    def etag(self, name: str) -> str:
+        return hashlib.sha256(self.files[name]).hexdigest()
+
+    def count(self, length: int) -> bool:
+        """Count `length` bytes as sent; False when the mirror must go down instead (the cut is reached)."""
+        with self._lock:
+            if self._cut_at is not None and self.sent + length > self._cut_at:
+                self.down = True
+                return False
+            self.sent += length
+            return True
+
+
+def _handler(mirror: HubMirror):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # quiet: the tests read `mirror.requests`
+            pass
+
+        def do_HEAD(self) -> None:
+            self._answer(body=False)
+
+        def do_GET(self) -> None:
+            self._answer(body=True)
+
+        def _answer(self, body: bool) -> None:
+            mirror.requests.append(f"{self.command} {self.path}")
+            if mirror.down:
+                self.close_connection = True
+                self.connection.close()
+                return
+            path = unquote(urlparse(self.path).path)
+            repo = re.escape(mirror.repo_id)
+            if re.fullmatch(rf"/api/models/{repo}(/revision/[^/]+)?", path):
+                return self._json({"id": mirror.repo_id, "modelId": mirror.repo_id, "sha": mirror.commit,
+                                   "siblings": [{"rfilename": name} for name in mirror.files]})
+            if re.fullmatch(rf"/api/models/{repo}/tree/[^/]+(/.*)?", path):
+                return self._json([{"type": "file", "path": name, "size": len(data),
+                                    "oid": hashlib.sha1(data).hexdigest()} for name, data in mirror.files.items()])
+            found = re.fullmatch(rf"/{repo}/resolve/[^/]+/(.+)", path)
+            if found and found.group(1) in mirror.files:
+                return self._file(found.group(1), body)
+            self._json({"error": f"{path} is not on this mirror"}, status=404)
+
+        def _json(self, value, status: int = 200) -> None:
+            data = json.dumps(value).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Repo-Commit", mirror.commit)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _file(self, name: str, body: bool) -> None:
+            data = mirror.files[name]
+            start = int(m.group(1)) if (m := re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))) else 0
+            self.send_response(206 if start else 200)
+            self.send_header("Content-Length", str(len(data) - start))
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.send_header("Accept-Ranges", "bytes")
+            self.send_header("ETag", f'"{mirror.etag(name)}"')
+            self.send_header("X-Repo-Commit", mirror.commit)
+            self.end_headers()
+            if body:
+                self._send_slowly(data[start:])
+
+        def _send_slowly(self, data: bytes) -> None:
+            for offset in range(0, len(data), CHUNK):
+                piece = data[offset:offset + CHUNK]
+                if not mirror.count(len(piece)):
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                self.wfile.write(piece)
+                self.wfile.flush()
+                time.sleep(len(piece) / mirror.bytes_per_s)
+
+    return Handler
