@@ -17,7 +17,8 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 from engine.engine import shared_engine  # noqa: E402
 from engine.errors import ChatError  # noqa: E402
 from engine.records import Stats  # noqa: E402
-from ui import chat_state, connection, guard, history, pauses, sessions, sidebar, signin, start, text  # noqa: E402
+from ui import (attachments, chat_state, connection, guard, history, pauses, sessions, sidebar, signin,  # noqa: E402
+                start, text)
 from ui.api_route import GUARDED_PATHS, open_api  # noqa: E402
 from ui.broadcast import broadcast  # noqa: E402
 from ui.failures import reported  # noqa: E402
@@ -35,7 +36,8 @@ FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batc
 exit_if_port_taken()
 engine = shared_engine()
 open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
-chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE, sessions.SESSIONS_TABLE])  # None: off
+chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE, sessions.SESSIONS_TABLE, attachments.TABLE,
+                                                      attachments.INDEX])  # None: off
 if chat_history is not None:
     chat_history.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
 loopback = is_loopback(chosen_port()[0])
@@ -68,15 +70,18 @@ async def on_message(message: cl.Message):
         await cl.Message(content=text.status_text(engine.status()), author="system").send()
         if message.command != "Status" or message.content.strip() in ("", "/status"):
             return  # text typed beside the Status chip is a question too: answer it below
-    if not message.content.strip():
+    if not message.content.strip() and not message.elements:
         await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
+        return
+    asked = await attachments.question(message)  # None: a file was refused, and the chat told why
+    if asked is None:
         return
     chat = await chat_state.current(engine)
     turns = _turns_before(chat, message.id)
     if not await start.ensure_engine(engine):
-        cl.user_session.set("pending", message)  # answered if "Try again" brings the engine up
+        cl.user_session.set("pending", asked)  # answered if "Try again" brings the engine up
         return
-    await reply_to(chat, turns, message)
+    await reply_to(chat, turns, asked)
 
 
 @cl.action_callback(start.RETRY_ACTION)
@@ -87,7 +92,7 @@ async def retry_start(action: cl.Action):
     if await start.ensure_engine(engine, retry=True) and pending is not None:
         cl.user_session.set("pending", None)
         chat = await chat_state.current(engine)
-        await reply_to(chat, _turns_before(chat, pending.id), pending)
+        await reply_to(chat, _turns_before(chat, pending["id"]), pending)
 
 
 def _turns_before(chat, message_id: str) -> list[dict]:
@@ -100,17 +105,18 @@ def _turns_before(chat, message_id: str) -> list[dict]:
     return turns
 
 
-async def reply_to(chat, turns: list[dict], message: cl.Message) -> None:
+async def reply_to(chat, turns: list[dict], asked: dict) -> None:
+    """Answer the user's turn `asked` (its words and attachments, from `attachments.question`)."""
     prefs = chat.prefs
     history.keep_settings(chat_history)
     sessions.remember(chat_history)
+    attachments.keep(chat_history, asked)
     request_id = uuid.uuid4().hex
     cl.user_session.set("request_id", request_id)
-    prompt = [{"role": t["role"], "content": t["content"]} for t in turns]
-    prompt.append({"role": "user", "content": message.content})
+    prompt = [*turns, asked]
     # flushed_at starts at 0 so the first token shows at once; later ones are batched
     reply, pending, flushed_at, stats = cl.Message(content=""), "", 0.0, None
-    reply.metadata = {"for": message.id}  # which question it answers, to rebuild the prompt of a reopened chat
+    reply.metadata = {"for": asked["id"]}  # which question it answers, to rebuild the prompt of a reopened chat
     saver = history.ReplySaver(reply, chat_history)
     chat.reply, chat.replying = reply, True
     queued = None
@@ -133,11 +139,11 @@ async def reply_to(chat, turns: list[dict], message: cl.Message) -> None:
                 pending, flushed_at = "", time.monotonic()
                 saver.shown()
     except asyncio.CancelledError:  # Stop: keep what was written
-        await finish(turns, message, reply, reply.content + pending, None, prefs.show_stats, saver)
+        await finish(turns, asked, reply, reply.content + pending, None, prefs.show_stats, saver)
         raise
     except ChatError as error:
         if reply.content or pending:  # the engine failed mid-reply: keep what was written
-            await finish(turns, message, reply, reply.content + pending, None, prefs.show_stats, saver)
+            await finish(turns, asked, reply, reply.content + pending, None, prefs.show_stats, saver)
         await cl.ErrorMessage(content=str(error), author="system").send()
         return
     finally:
@@ -145,13 +151,12 @@ async def reply_to(chat, turns: list[dict], message: cl.Message) -> None:
         chat.replying = False
         if queued is not None:
             await queued.remove()
-    await finish(turns, message, reply, reply.content + pending, stats, prefs.show_stats, saver)
+    await finish(turns, asked, reply, reply.content + pending, stats, prefs.show_stats, saver)
 
 
-async def finish(turns, message, reply, answer: str, stats: Stats | None, show_stats: bool, saver) -> None:
+async def finish(turns, asked, reply, answer: str, stats: Stats | None, show_stats: bool, saver) -> None:
     """Record the turn in the chat's turns and show (and save) the reply with its notes and cost."""
-    turns += [{"id": message.id, "role": "user", "content": message.content},
-              {"role": "assistant", "content": answer}]
+    turns += [asked, {"role": "assistant", "content": answer}]
     reply.metadata = {**reply.metadata, "answer": answer}
     await saver.settle()  # a write of the streaming reply must not land over the finished one
     stopped = stats is None or stats.finish_reason == "abort"

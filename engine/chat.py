@@ -1,18 +1,26 @@
-"""Chat history to prompt tokens: the model's chat template, stop tokens and the context budget.
+"""Chat history to prompt tokens: the model's chat template, attachments, stop tokens and the context budget.
 
 The prompt must leave room for the reply: it may use `max_model_len` minus the
 reply reserve. When the history does not fit, the oldest turns go first (the
 system prompt and the newest message always stay) and the caller learns how many
-messages were dropped. A newest message that cannot fit on its own is an error
+messages were dropped. A user message may carry attachments (`{"name", "text"}`),
+each put before the user's words as a fenced block headed by its name. When the
+newest message with its attachments does not fit on its own, the attachments'
+text is cut (the typed words stay whole) and the caller learns how much of each
+was left out. A newest message whose words cannot fit on their own is an error
 naming both sizes.
 """
 
+import re
 from dataclasses import dataclass
 
 from engine.errors import ContextTooLongError
+from engine.records import Cut
 
 END_OF_SENTENCE = "<|end_of_sentence|>"
 ROLES = ("user", "assistant")
+BACKTICKS = re.compile(r"`+")
+LINE_END_WITHIN = 0.9  # a cut ends at a line's end when one lies in the last tenth of what fits
 
 
 @dataclass(frozen=True)
@@ -20,12 +28,29 @@ class Prompt:
     token_ids: list[int]
     dropped_messages: int
     max_tokens: int  # the reply's limit: what was asked, capped by the room left
+    cut: tuple[Cut, ...] = ()  # attachments of the newest message that were cut to fit
+    messages: tuple[dict, ...] = ()  # the turns kept, as plain {"role", "content"}: what a server is sent
 
 
 def stop_token_ids(tokenizer) -> list[int]:
     """ERNIE ends a turn with <|end_of_sentence|>; stop on it as well as on eos."""
     ids = {tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(END_OF_SENTENCE)}
     return sorted(i for i in ids if isinstance(i, int) and i != tokenizer.unk_token_id)
+
+
+def as_text(message: dict) -> str:
+    """A message's content with its attachments before the words, each fenced by more backticks than it holds."""
+    blocks = []
+    for attached in message.get("attachments") or ():
+        text = attached["text"]
+        fence = "`" * max(3, 1 + max((len(run) for run in BACKTICKS.findall(text)), default=0))
+        blocks.append(f"{attached['name']}\n{fence}\n{text}\n{fence}")
+    return "\n\n".join([*blocks, message["content"]] if message["content"].strip() else blocks)
+
+
+def plain(messages: list[dict]) -> list[dict]:
+    """Messages as the chat template takes them: role and content, attachments written into the content."""
+    return [{"role": m["role"], "content": as_text(m)} for m in messages]
 
 
 def _render(tokenizer, system_prompt: str, messages: list[dict]) -> list[int]:
@@ -53,23 +78,92 @@ def fit_prompt(render, messages: list[dict], max_model_len: int, max_tokens: int
         raise ValueError(f"message roles must be one of {ROLES}")
     reserve = min(max_tokens, max_model_len // 2)
     budget = max_model_len - reserve
-    starts = _turn_starts(messages)
-    whole = render(messages)
+    turns = plain(messages)
+    whole = render(turns)
     if len(whole) <= budget:  # the usual case, one render: a chat's whole history is rendered per message
-        return Prompt(whole, 0, min(max_tokens, max_model_len - len(whole)))
-    # Binary search for the earliest turn to keep: fewer turns never means more tokens.
+        return Prompt(whole, 0, min(max_tokens, max_model_len - len(whole)), messages=tuple(turns))
+    attached = _Attached(render, messages[-1]) if messages[-1].get("attachments") else None
+    if attached is None or attached.alone <= budget:
+        kept = _newest_that_fit(render, turns, budget)
+        if kept is not None:
+            start, ids = kept
+            return Prompt(ids, start, min(max_tokens, max_model_len - len(ids)), messages=tuple(turns[start:]))
+        if attached is None:
+            raise ContextTooLongError(len(render(turns[-1:])), budget, max_model_len, reserve)
+    if attached.base > budget:
+        raise ContextTooLongError(attached.base, budget, max_model_len, reserve)
+    newest, ids, cut = attached.cut_to(budget)
+    return Prompt(ids, len(messages) - 1, min(max_tokens, max_model_len - len(ids)), cut, (newest,))
+
+
+def _newest_that_fit(render, turns: list[dict], budget: int) -> tuple[int, list[int]] | None:
+    """(index of the earliest turn kept, token ids) of the most turns that fit; None when not even the newest does.
+
+    A binary search over where user turns begin: fewer turns never means more tokens."""
+    starts = _turn_starts(turns)
     low, high = 1, len(starts) - 1
     best = None
     while low <= high:
         mid = (low + high) // 2
-        ids = render(messages[starts[mid]:])
+        ids = render(turns[starts[mid]:])
         if len(ids) <= budget:
-            best, high = (mid, ids), mid - 1
+            best, high = (starts[mid], ids), mid - 1
         else:
             low = mid + 1
-    if best is None:
-        size = len(render(messages[starts[-1]:]))
-        raise ContextTooLongError(size, budget, max_model_len, reserve)
-    keep_from, ids = best
-    room = max_model_len - len(ids)
-    return Prompt(ids, starts[keep_from], min(max_tokens, room))
+    return best
+
+
+class _Attached:
+    """The newest message's attachments, measured by what each adds to the prompt: only `render` is asked
+    (a server's tokenizer works too), once per attachment at its whole size."""
+
+    def __init__(self, render, message: dict):
+        self.render, self.message, self.files = render, message, message["attachments"]
+        none = [""] * len(self.files)
+        self.base = self.size(none)  # the words and each attachment's name, without any text
+        self.totals = [self.size(self._with(none, i, f["text"])) - self.base for i, f in enumerate(self.files)]
+        self.alone = self.base + sum(self.totals)  # the message's size with no history
+
+    def turn(self, texts: list[str]) -> dict:
+        attached = [{"name": f["name"], "text": t} for f, t in zip(self.files, texts)]
+        return plain([{**self.message, "attachments": attached}])[0]
+
+    def size(self, texts: list[str]) -> int:
+        return len(self.render([self.turn(texts)]))
+
+    @staticmethod
+    def _with(texts: list[str], i: int, text: str) -> list[str]:
+        return texts[:i] + [text] + texts[i + 1:]
+
+    def cut_to(self, budget: int) -> tuple[dict, list[int], tuple[Cut, ...]]:
+        """The message with its attachments cut to what fits beside its words: (plain turn, its token ids, cuts).
+
+        Each attachment gets an equal share of the room; what a smaller one leaves goes to the others."""
+        count = len(self.files)
+        shares, room = [0] * count, budget - self.base
+        for placed, i in enumerate(sorted(range(count), key=self.totals.__getitem__)):  # smallest first
+            shares[i] = min(self.totals[i], room // (count - placed))
+            room -= shares[i]
+        texts, kept = [""] * count, [0] * count
+        for i, f in enumerate(self.files):
+            texts[i], kept[i] = self._prefix(i, f["text"], self.totals[i], shares[i])
+        while (over := self.size(texts) - budget) > 0:  # the blocks' edges may tokenize apart: take from the largest
+            i = max(range(count), key=kept.__getitem__)
+            texts[i], kept[i] = self._prefix(i, texts[i], kept[i], kept[i] - over)
+        newest = self.turn(texts)
+        cut = tuple(Cut(f["name"], self.totals[i] - kept[i], self.totals[i])
+                    for i, f in enumerate(self.files) if kept[i] < self.totals[i])
+        return newest, self.render([newest]), cut
+
+    def _prefix(self, i: int, text: str, tokens: int, share: int) -> tuple[str, int]:
+        """The longest start of attachment `i`'s `text` (of `tokens`) found within `share` tokens, and its size.
+
+        Tokens grow with characters almost in proportion: guess the length from the ratio, then shrink by it."""
+        keep, used = len(text), tokens
+        while used > share and keep > 0:
+            keep = min(keep - 1, keep * max(share, 0) // used)
+            line_end = text.rfind("\n", 0, keep)
+            if line_end > keep * LINE_END_WITHIN:  # a cut at a line's end reads better (code, CSV)
+                keep = line_end
+            used = self.size(self._with([""] * len(self.files), i, text[:keep])) - self.base if keep > 0 else 0
+        return text[:keep], used

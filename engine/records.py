@@ -19,6 +19,15 @@ ProgressCallback = Callable[[Progress], Awaitable[None] | None]
 
 
 @dataclass(frozen=True)
+class Cut:
+    """An attachment whose text was cut to fit the context: how many of its tokens were left out."""
+
+    name: str
+    left_out_tokens: int
+    total_tokens: int
+
+
+@dataclass(frozen=True)
 class Stats:
     """What one reply cost; the last item a stream yields."""
 
@@ -33,6 +42,7 @@ class Stats:
     max_tokens: int = 0  # the reply's limit that applied: what was asked, or less when the context was short
     context_full: bool = False  # the limit came from the context, not from 'max new tokens'
     max_model_len: int = 0
+    cut: tuple[Cut, ...] = ()  # attachments of the question that were cut to fit the context
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from engine.chat import Prompt, fit_prompt
+from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
 from engine.records import ProgressCallback, Stats, Status
@@ -131,12 +131,13 @@ class RemoteEngine:
         request_id = request_id or uuid.uuid4().hex
         self._active[request_id] = None
         try:
-            if surely_fits(_with_system(system, messages), sampling.max_tokens, self.max_model_len):
-                prompt = Prompt([], 0, sampling.max_tokens)  # no need to ask the server how long it is
+            turns = plain(messages)  # attachments written into their messages
+            if surely_fits(_with_system(system, turns), sampling.max_tokens, self.max_model_len):
+                prompt = Prompt([], 0, sampling.max_tokens, messages=tuple(turns))  # no need to ask the server
             else:
                 prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system), messages, self.max_model_len,
                                                  sampling.max_tokens)
-            turns = _with_system(system, messages[prompt.dropped_messages:])
+            turns = _with_system(system, list(prompt.messages))
             async for item in self._generate(turns, sampling, prompt, request_id):
                 yield item
         finally:
@@ -191,6 +192,7 @@ class RemoteEngine:
             cached_tokens=cached, finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
             total_s=time.perf_counter() - began, max_tokens=prompt.max_tokens,
             context_full=prompt.max_tokens < sampling.max_tokens, max_model_len=self.max_model_len or 0,
+            cut=prompt.cut,
         )
 
     def _http(self) -> httpx.AsyncClient:

@@ -37,6 +37,7 @@ class ChatClient:
         """
         self.url, self.user, self.password, self.thread_id = url, user, password, thread_id
         self.session_id = str(uuid.uuid4())  # Chainlit's session: a reconnect with it restores the chat
+        self.token: str | None = None  # the sign-in's token, sent as the browser's cookie
         self.resumed: dict | None = None  # the stored thread the server sent back on a resume
         self.resume_error: str | None = None
         self.sio = socketio.AsyncClient(reconnection=False)
@@ -79,7 +80,7 @@ class ChatClient:
     async def connect(self, timeout: float = 30, wait_ready: bool = True) -> "ChatClient":
         """Sign in and open the chat; `wait_ready=False` returns at once, as a user who types before the chat
         has opened (its sidebar not yet there)."""
-        token = await self.sign_in()
+        token = self.token = await self.sign_in()
         headers = {"Cookie": f"access_token={token}"} if token else {}
         auth = {"clientType": "webapp", "sessionId": self.session_id, "threadId": self.thread_id,
                 "userEnv": "{}", "chatProfile": ""}
@@ -132,15 +133,23 @@ class ChatClient:
         self.settings_received += 1
         self._ready.set()
 
-    async def send(self, text: str, command: str | None = None) -> str:
-        """Send a user message; returns its id. Use `wait_reply` for the answer."""
+    async def upload(self, name: str, data: bytes, mime: str, headers: dict | None = None) -> httpx.Response:
+        """Post a file to this chat's session, as the browser's paperclip does (its id then goes with `send`)."""
+        cookies = {"access_token": self.token} if self.token else {}
+        timeout = httpx.Timeout(300, connect=60)
+        async with httpx.AsyncClient(base_url=self.url, cookies=cookies, timeout=timeout) as http:
+            return await http.post("/project/file", params={"session_id": self.session_id}, headers=headers,
+                                   files={"file": (name, data, mime)})
+
+    async def send(self, text: str, command: str | None = None, files: list[str] = ()) -> str:
+        """Send a user message (with the ids of files uploaded); returns its id. Use `wait_reply` for the answer."""
         self._started.clear()
         self._ended.clear()
         message_id = str(uuid.uuid4())
         step = {"id": message_id, "threadId": "", "createdAt": "", "output": text, "name": "User",
                 "type": "user_message", "command": command}
         self.messages[message_id] = Shown(message_id, "User", "user_message", text)
-        await self.sio.emit("client_message", {"message": step, "fileReferences": []})
+        await self.sio.emit("client_message", {"message": step, "fileReferences": [{"id": f} for f in files]})
         return message_id
 
     @property

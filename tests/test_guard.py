@@ -125,20 +125,6 @@ async def test_from_this_machine_the_page_the_chat_and_the_api_work_by_either_na
         assert [model.id async for model in client.models.list()]
 
 
-async def test_uploads_are_off_until_attachments_are_a_feature(app_server):
-    chat = await ChatClient(app_server.url).connect()
-    try:
-        token = await chat.sign_in()
-        async with httpx.AsyncClient(base_url=app_server.url, cookies={"access_token": token}, timeout=120) as http:
-            settings = await http.get("/project/settings", params={"language": "en-US"})
-            assert settings.json()["features"]["spontaneous_file_upload"]["enabled"] is False
-            upload = await http.post("/project/file", params={"session_id": chat.session_id},
-                                     files={"file": ("notes.txt", b"x" * 1024, "text/plain")})
-        assert upload.status_code == 403 and "uploads are off" in upload.json()["detail"], upload.text
-    finally:
-        await chat.close()
-
-
 def add_user(database, name: str, password: str) -> None:
     subprocess.run([sys.executable, str(ROOT / "scripts" / "add_user.py"), name, "--password-stdin"],
                    input=password + "\n", text=True, check=True, cwd=ROOT, timeout=120,

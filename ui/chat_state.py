@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import chainlit as cl
 
-from ui import history, sessions, sidebar, start
+from ui import attachments, history, sessions, sidebar, start
 
 STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
@@ -62,7 +62,7 @@ async def _make(engine, thread: dict | None) -> ChatState:
     elif thread is None:  # a tab back after a restart goes on in its own thread
         thread = sessions.continued_thread(session)
     if thread is not None:
-        state = ChatState(history.turns_from(thread),
+        state = ChatState(history.turns_from(thread, await attachments.stored(thread["id"])),
                           sidebar.resumed(session.chat_settings or {}, engine.settings, engine.preset_name))
     else:
         state = ChatState([], sidebar.defaults(engine.settings, engine.preset_name))

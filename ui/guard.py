@@ -10,8 +10,9 @@ On loopback nobody signs in (ui/signin.py), so "this request comes from a person
 - **Proxies**: a request carrying forwarding headers was sent by someone elsewhere through a reverse proxy on
   this machine: it never gets the local user (the sign-in asks for a password) nor the API without its key.
 Password sign-ins are also slowed here: after `MAX_FAILURES` failures within `FAILURE_WINDOW_S` for one user
-name or one client address, /login answers 429 with Retry-After until the oldest failure ages out. File uploads
-are refused here too, before Chainlit reads them: the app has no use for them yet.
+name or one client address, /login answers 429 with Retry-After until the oldest failure ages out. An upload
+larger than an attachment may be is refused here too (413): Chainlit reads a whole file into memory before it
+checks its size.
 """
 
 import json
@@ -27,7 +28,8 @@ MAX_FAILURES = 5
 FAILURE_WINDOW_S = 60.0
 MAX_LOGIN_BODY = 64 * 1024
 LOGIN_PATH = "/login"
-UPLOAD_PATH = "/project/file"  # Chainlit's upload route: refused before it reads (and stores) a file
+UPLOAD_PATH = "/project/file"  # Chainlit's upload route: a body over the attachments' limit never reaches it
+UPLOAD_OVERHEAD = 64 * 1024  # room for the multipart form's headers around the file
 HEADER_SIGNIN_PATH = "/auth/header"  # the local user's sign-in: never through a proxy
 PROXY_SIGNIN = ("This request came through a proxy, so it does not sign in as this machine's user: sign in with a "
                 "user name and password (the server's owner adds users with `python scripts/add_user.py NAME`).")
@@ -107,6 +109,9 @@ class Guard:
             return await _refuse(scope, receive, send, 401 if problem is PROXY_SIGNIN else 403, problem)
         if scope["type"] == "http" and scope["path"] == LOGIN_PATH and scope["method"] == "POST":
             return await self._login(scope, receive, send, headers)
+        if scope["type"] == "http" and scope["path"] == UPLOAD_PATH and not _upload_fits(headers):
+            return await _refuse(scope, receive, send, 413, f"This upload is over the {_upload_limit_mb()} MB an "
+                                 "attachment may be (or does not say its length): attach a smaller file.")
         await self.app(scope, receive, send)
 
     def _refusal(self, scope, headers: dict) -> str | None:
@@ -119,8 +124,6 @@ class Guard:
         if origin is not None and not self._origin_allowed(origin.decode("latin-1"), host):
             return (f"Requests from other web pages ({origin.decode('latin-1')}) are refused. To let that page "
                     "use this server, add its origin to CHAT_ALLOWED_ORIGINS in .env.")
-        if scope["path"] == UPLOAD_PATH:
-            return "File uploads are off: the model reads typed text only. Paste the text into your message."
         if self.loopback and forwarded(headers):
             if not self.signin:
                 return ("This request came through a proxy, so its sender must sign in, and the sign-in keeps its "
@@ -166,6 +169,18 @@ class Guard:
         finally:
             if status.get("code") not in (401, 403):
                 self.failed.undo(keys, stamp)
+
+
+def _upload_limit_mb() -> int:
+    from chainlit.config import config
+
+    return config.features.spontaneous_file_upload.max_size_mb
+
+
+def _upload_fits(headers: dict) -> bool:
+    """Whether an upload says how long it is (a browser's always does) and is no longer than the limit allows."""
+    length = headers.get(b"content-length", b"")
+    return length.isdigit() and int(length) <= _upload_limit_mb() * 2**20 + UPLOAD_OVERHEAD
 
 
 def _client_address(scope, headers: dict) -> str:

@@ -4,7 +4,7 @@ Chainlit owns threads, steps, users and feedback, the history sidebar, rename, d
 only picks the database (`CHAT_HISTORY_DB`, or `CHAT_DATABASE_URL` for PostgreSQL), creates the tables that
 Chainlit's layer expects, keeps SQLite in WAL mode, tells a chat once when its turns cannot be saved, writes a
 streaming reply every `SAVE_EVERY_S` so a killed server loses at most that much, and turns a stored thread back
-into the turns of the prompt.
+into the turns of the prompt (with the attachments that ui/attachments.py keeps).
 """
 
 import asyncio
@@ -18,6 +18,8 @@ from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 from chainlit.logger import logger
 from sqlalchemy import create_engine, event, text
 from sqlalchemy.ext.asyncio import create_async_engine
+
+from ui import attachments
 
 SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
 CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
@@ -174,6 +176,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
         self.known.pop(thread_id, None)
         _remember(self.deleted, thread_id)
         await super().delete_thread(thread_id)
+        await self.execute_sql(attachments.DELETE, {"thread": thread_id})
         self.on_delete(thread_id)
 
     async def create_step(self, step_dict):
@@ -324,8 +327,9 @@ def keep_settings(layer) -> None:
     task.add_done_callback(WRITING.discard)
 
 
-def turns_from(thread: dict) -> list[dict]:
-    """The prompt's turns from a stored thread: each answered user message and its reply's plain text."""
+def turns_from(thread: dict, attached: dict[str, list[dict]]) -> list[dict]:
+    """The prompt's turns from a stored thread: each answered user message (with its attachments, by message id,
+    from `attachments.stored`) and its reply's plain text."""
     steps = thread.get("steps") or []
     asked = {step["id"]: step for step in steps if step.get("type") == "user_message"}
     turns = []
@@ -335,8 +339,10 @@ def turns_from(thread: dict) -> list[dict]:
             meta = json.loads(meta or "{}")
         question = asked.get(meta.get("for", ""))
         if step.get("type") == "assistant_message" and "answer" in meta and question is not None:
-            turns += [{"id": question["id"], "role": "user", "content": question.get("output") or ""},
-                      {"role": "assistant", "content": meta["answer"]}]
+            turn = {"id": question["id"], "role": "user", "content": question.get("output") or ""}
+            if question["id"] in attached:
+                turn["attachments"] = attached[question["id"]]
+            turns += [turn, {"role": "assistant", "content": meta["answer"]}]
     return turns
 
 

@@ -65,6 +65,9 @@ def notes(stats: Stats, stopped: bool) -> list[str]:
         lines.append(f"*The reply hit the 'max new tokens' limit ({stats.max_tokens}).*")
     if stats.dropped_messages:
         lines.append(f"*The {stats.dropped_messages} oldest messages no longer fit the context and were left out.*")
+    for cut in stats.cut:
+        lines.append(f"*{cut.name}: {cut.left_out_tokens:,} of {cut.total_tokens:,} tokens were left out: the context "
+                     f"holds {stats.max_model_len:,} tokens with the reply.*")
     return lines
 
 

@@ -1,0 +1,124 @@
+"""Attachments without a server: files read as text (or refused), and the prompt they make with the tiny model's
+tokenizer, cut to the context where they do not fit."""
+
+import pytest
+
+from engine.chat import as_text, build_prompt
+from engine.errors import ContextTooLongError
+from ui import attachments
+from ui.attachments import Refused
+
+SYSTEM = "You are a helpful assistant."
+
+
+def minimal_pdf(text: str) -> bytes:
+    """A one-page PDF showing `text` in Helvetica, written by hand (offsets in its cross-reference table)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    table = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, table)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("data, text", [
+    ("naïve café\r\nline two".encode(), "naïve café\nline two"),
+    (b"\xef\xbb\xbfwith a BOM", "with a BOM"),
+    ("UTF-16 有字".encode("utf-16"), "UTF-16 有字"),
+    ("Ein Bericht über Größe und Maße, für die Übersicht. ".encode("cp1252") * 20,
+     "Ein Bericht über Größe und Maße, für die Übersicht. " * 20),
+])
+def test_text_files_are_read_in_their_encoding_with_plain_newlines(data, text):
+    assert attachments.decode(data) == text
+
+
+def test_binary_data_is_refused_whatever_the_file_claims():
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    with pytest.raises(Refused, match="binary"):
+        attachments.decode(png)
+
+
+def test_a_pdf_gives_its_text_and_a_broken_or_empty_one_is_refused(tmp_path):
+    path = tmp_path / "paper.pdf"
+    path.write_bytes(minimal_pdf("Attention is all you need"))
+    assert attachments.read(str(path), "paper.pdf") == "Attention is all you need"
+    path.write_bytes(minimal_pdf(""))
+    with pytest.raises(Refused, match="without text"):
+        attachments.read(str(path), "paper.pdf")
+    path.write_bytes(b"%PDF-1.4\nnot a pdf at all")
+    with pytest.raises(Refused):
+        attachments.read(str(path), "paper.pdf")
+
+
+def test_the_refusal_names_what_is_accepted_from_the_upload_settings():
+    accepted = attachments.accepted()
+    for part in (".txt", ".md", ".py", ".csv", ".json", "PDFs", "at most 5 files of 1 MB"):
+        assert part in accepted
+
+
+def test_an_attachment_goes_before_the_words_in_a_fence_longer_than_its_own():
+    message = {"role": "user", "content": "What does it print?",
+               "attachments": [{"name": "demo.md", "text": "```python\nprint(1)\n```"}]}
+    assert as_text(message) == "demo.md\n````\n```python\nprint(1)\n```\n````\n\nWhat does it print?"
+    assert as_text({**message, "content": ""}).endswith("````"), "a file sent without words is the whole message"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_model)
+
+
+def ask(words: str, *files: tuple[str, str]) -> dict:
+    return {"role": "user", "content": words, "attachments": [{"name": n, "text": t} for n, t in files]}
+
+
+def numbered_lines(count: int) -> str:
+    return "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(count))
+
+
+def test_a_file_that_fits_goes_whole_and_one_that_does_not_is_cut_keeping_the_words(tokenizer):
+    small = build_prompt(tokenizer, SYSTEM, [ask("Summarize.", ("notes.txt", numbered_lines(20)))], 2048, 256)
+    assert small.cut == () and numbered_lines(20) in tokenizer.decode(small.token_ids)
+    long = numbered_lines(2000)
+    prompt = build_prompt(tokenizer, SYSTEM, [ask("Summarize this log, please.", ("server.log", long))], 2048, 256)
+    (cut,) = prompt.cut
+    assert cut.name == "server.log" and 0 < cut.left_out_tokens < cut.total_tokens
+    assert (2048 - 256) * 0.95 <= len(prompt.token_ids) <= 2048 - 256, "the cut fills what the reply leaves"
+    text = prompt.messages[-1]["content"]
+    assert text.endswith("Summarize this log, please.") and text.startswith("server.log\n```\nline 0:")
+    kept = text.split("```\n", 1)[1].rsplit("\n```", 1)[0]
+    assert long.startswith(kept) and kept.endswith("dog"), "the start of the file, cut at a line's end"
+    whole = len(tokenizer.encode(long, add_special_tokens=False))
+    assert abs(cut.total_tokens - whole) <= 4, "the count is the file's own tokens"
+
+
+def test_two_files_share_the_room_and_a_small_one_stays_whole(tokenizer):
+    prompt = build_prompt(tokenizer, SYSTEM, [ask("Compare.", ("a.txt", numbered_lines(3000)),
+                                                  ("b.txt", numbered_lines(10)), ("c.txt", numbered_lines(3000)))],
+                          4096, 512)
+    assert [c.name for c in prompt.cut] == ["a.txt", "c.txt"]
+    a, c = (cut.total_tokens - cut.left_out_tokens for cut in prompt.cut)
+    assert abs(a - c) < 40, "the two large files get about the same share"
+    assert numbered_lines(10) in prompt.messages[-1]["content"]
+
+
+def test_history_goes_before_an_attachment_is_cut_and_words_too_long_are_an_error(tokenizer):
+    chat = [{"role": "user", "content": "Earlier question"}, {"role": "assistant", "content": "Earlier answer"}]
+    fits_alone = ask("Now this.", ("mid.txt", numbered_lines(40)))
+    prompt = build_prompt(tokenizer, SYSTEM, [*chat * 20, fits_alone], 2048, 256)
+    assert prompt.cut == () and prompt.dropped_messages > 0, "old turns go first; the file stays whole"
+    prompt = build_prompt(tokenizer, SYSTEM, [*chat, ask("And this.", ("big.txt", numbered_lines(900)))], 2048, 256)
+    assert prompt.cut and prompt.dropped_messages == 2
+    with pytest.raises(ContextTooLongError):
+        build_prompt(tokenizer, SYSTEM, [ask("word " * 3000, ("tiny.txt", "x"))], 2048, 256)

@@ -1,0 +1,140 @@
+"""Files attached to a message, as text for the prompt: read, refused, and kept with the chat.
+
+Chainlit's upload route (`/project/file`) keeps a file in the session's folder when its declared type and
+extension match `[features.spontaneous_file_upload]` in .chainlit/config.toml, which the browser's picker
+and drop zone filter by too; the message then carries the files as elements. A declared type is only what
+the client says, so each file is read here: text (UTF-8, UTF-16 with its byte-order mark, else the encoding
+charset-normalizer finds) or a PDF's text (pypdf). Anything else is refused in the chat, naming what is
+accepted, and the message is not answered. engine/chat.py puts the text before the user's words and cuts
+what does not fit the context.
+
+With a history the text is kept in a table of its own beside Chainlit's, so a reopened chat's prompt has it
+again: without a storage service Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
+"""
+
+import asyncio
+import io
+from collections import defaultdict
+from pathlib import Path
+
+import chainlit as cl
+from chainlit.config import config
+
+TABLE = ('CREATE TABLE IF NOT EXISTS chat_attachments ("for_id" TEXT NOT NULL, "position" INTEGER NOT NULL, '
+         '"thread_id" TEXT NOT NULL, "name" TEXT NOT NULL, "text" TEXT NOT NULL, PRIMARY KEY ("for_id", "position"))')
+INDEX = 'CREATE INDEX IF NOT EXISTS chat_attachments_thread ON chat_attachments ("thread_id")'
+DELETE = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
+_INSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thread_id", "name", "text") '
+           'VALUES (:for_id, :position, :thread, :name, :text) ON CONFLICT ("for_id", "position") DO NOTHING')
+_SELECT = ('SELECT "for_id", "name", "text" FROM chat_attachments WHERE "thread_id" = :thread '
+           'ORDER BY "for_id", "position"')
+BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
+SNIFF_BYTES = 8192  # a NUL byte this early means binary data (text in UTF-16 has its byte-order mark)
+WRITING: set[asyncio.Task] = set()  # attachments being stored (`keep`)
+
+
+class Refused(Exception):
+    """A file that cannot go into the prompt; the text says why."""
+
+
+def accepted() -> str:
+    """What may be attached, as the refusal names it, from the same settings Chainlit's upload route applies."""
+    upload = config.features.spontaneous_file_upload
+    kinds = upload.accept if isinstance(upload.accept, dict) else {kind: [] for kind in upload.accept or []}
+    extensions = sorted({ext for listed in kinds.values() for ext in listed} - {".pdf"})
+    pdf = " and PDFs with text" if "application/pdf" in kinds else ""
+    return (f"text files ({' '.join(extensions)}, or any other text type){pdf}, "
+            f"at most {upload.max_files} files of {upload.max_size_mb} MB each")
+
+
+def decode(data: bytes) -> str:
+    """The text of a file's bytes, with plain newlines; Refused when they are not text."""
+    for bom, codec in BOMS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(codec, errors="replace").replace("\r\n", "\n")
+    if b"\x00" in data[:SNIFF_BYTES]:
+        raise Refused("is not a text file (it holds binary data)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        from charset_normalizer import from_bytes
+
+        found = from_bytes(data).best()
+        if found is None:
+            raise Refused("is not a text file (its bytes are no known text encoding)") from None
+        text = str(found)
+    return text.replace("\r\n", "\n").replace("\x00", "")  # a NUL means nothing to the model; PostgreSQL refuses it
+
+
+def pdf_text(data: bytes) -> str:
+    """The text of a PDF's pages, a blank line between them; Refused when it is damaged or holds no text."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        pages = [page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages]
+    except (PyPdfError, ValueError, KeyError, TypeError) as error:
+        raise Refused(f"could not be read as a PDF ({type(error).__name__})") from error
+    text = "\n\n".join(page.strip() for page in pages if page.strip())
+    if not text:
+        raise Refused("is a PDF without text (a scan?); this model reads text only")
+    return text
+
+
+def read(path: str, name: str) -> str:
+    data = Path(path).read_bytes()
+    return pdf_text(data) if data.startswith(b"%PDF-") else decode(data)
+
+
+async def question(message: cl.Message) -> dict | None:
+    """The user's turn for the prompt, its attached files read as text; None when a file is refused (the chat
+    is told why and what is accepted)."""
+    files = [element for element in message.elements or [] if getattr(element, "path", None)]
+    asked = {"id": message.id, "role": "user", "content": message.content}
+    if not files:
+        return asked
+    most = config.features.spontaneous_file_upload.max_files
+    problems = []
+    if len(files) > most:
+        problems.append(f"{len(files)} files are attached, but at most {most} go with one message.")
+    parts = []
+    for element in files:
+        try:
+            parts.append({"name": element.name, "text": await asyncio.to_thread(read, element.path, element.name)})
+        except Refused as why:
+            problems.append(f"{element.name} {why}.")
+        except OSError as error:
+            problems.append(f"{element.name} could not be read ({error.strerror or type(error).__name__}).")
+    if problems:
+        await cl.ErrorMessage(content=f"Your message was not sent to the model: {' '.join(problems)} "
+                                      f"Attach {accepted()}, and send it again.", author="system").send()
+        return None
+    return {**asked, "attachments": parts}
+
+
+def keep(layer, asked: dict) -> None:
+    """Store a question's attachments with its chat, in the background (a reply must not wait for the write)."""
+    thread_id = cl.context.session.thread_id
+    if layer is None or not asked.get("attachments") or thread_id in layer.deleted:
+        return
+
+    async def write():
+        for position, part in enumerate(asked["attachments"]):
+            await layer.execute_sql(_INSERT, {"for_id": asked["id"], "position": position, "thread": thread_id,
+                                              "name": part["name"], "text": part["text"]})
+
+    task = asyncio.create_task(write())
+    WRITING.add(task)  # the loop keeps only a weak reference to a task
+    task.add_done_callback(WRITING.discard)
+
+
+async def stored(thread_id: str) -> dict[str, list[dict]]:
+    """The attachments of a stored chat's questions, by question id ({} without a history)."""
+    from chainlit.data import get_data_layer
+
+    layer = get_data_layer()
+    rows = await layer.execute_sql(_SELECT, {"thread": thread_id}) if hasattr(layer, "execute_sql") else None
+    found = defaultdict(list)
+    for row in rows if isinstance(rows, list) else []:
+        found[row["for_id"]].append({"name": row["name"], "text": row["text"]})
+    return dict(found)
