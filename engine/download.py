@@ -89,9 +89,10 @@ class Transfer:
         while len(self._samples) > 2 and now - self._samples[1][0] >= SPEED_WINDOW_S:
             self._samples.popleft()
         since, fetched = self._samples[0]
-        speed = (self.fetched - fetched) / (now - since) if now > since else 0.0
+        speed = (self.fetched - fetched) / (now - since) if now - since >= 1.0 else 0.0
         if speed > 0 and self.done < self.total:
-            text += f", {speed / 1e6:.1f} MB/s, {(self.total - self.done) / speed:,.0f} s left"
+            rate = f"{speed / 1e6:.1f} MB/s" if speed >= 1e6 else f"{speed / 1e3:.0f} kB/s"
+            text += f", {rate}, {_duration((self.total - self.done) / speed)} left"
         return text
 
     def bar(self):
@@ -123,6 +124,12 @@ def local_folder(settings: Settings) -> Path:
     return folder if folder.is_dir() else cached_snapshot(settings.model, settings.download_dir) or folder
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 100:
+        return f"{max(seconds, 1):.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 6000 else f"{seconds / 3600:.1f} h"
+
+
 async def fetch(settings: Settings, report: Callable[[str], Awaitable[None]]) -> Path:
     """Download the model and return its folder; `report` gets the progress about once a second."""
     transfer = Transfer(settings.model)
@@ -150,7 +157,6 @@ async def fetch(settings: Settings, report: Callable[[str], Awaitable[None]]) ->
 
 def from_hub(settings: Settings, transfer: Transfer) -> Path:
     """Runs in a thread: the missing files from the hub (or its mirror) into its cache, then the snapshot's folder."""
-
     from huggingface_hub import constants, snapshot_download
 
     # The client hands on what it receives 10 MB at a time: progress would move, and a cut keep, 10 MB steps.
@@ -195,8 +201,13 @@ def _fetch_file(model: str, filename: str, commit: str, cache_dir: Path | None, 
     with WeakFileLock(str(lock)):  # another app process may be fetching the same file
         if blob.exists():
             return
+        if meta.size is not None and partial.exists() and partial.stat().st_size > meta.size:
+            partial.unlink()  # longer than the file is now: not a beginning of it
         with open(partial, "ab") as file:
-            http_get(meta.location, file, resume_size=file.tell(), headers=build_hf_headers(),
+            kept = file.tell()
+            if kept == meta.size:  # whole already: the client returns at once, without a bar to count it
+                transfer.done += kept
+            http_get(meta.location, file, resume_size=kept, headers=build_hf_headers(),
                      expected_size=meta.size, tqdm_class=transfer.bar())
         partial.replace(blob)
 
