@@ -4,10 +4,11 @@ For each level N (GiB free), another process holds all but N GiB of the GPU, as 
 desktop and the rest of a small card would, and the app's engine layer starts
 with `CHAT_PRESET=auto` in a fresh process. It then serves the preset's
 `max_num_seqs` chats of about 1k tokens at once plus one prompt at the context
-limit, while NVML samples the whole device.
+limit, while NVML samples the whole device. A level may name the preset instead
+of `auto` (LEVEL:DTYPE:PRESET, e.g. `3.0::2gb-8bit`).
 
     python -m bench.cards --model models/ernie-0.3b-random
-    python -m bench.cards --model models/ernie-0.3b-random --levels 3.0,7.3:float16
+    python -m bench.cards --model models/ernie-0.3b-random --levels 3.0,7.3:float16,2.3::2gb-8bit
 
 Writes bench/results/cards-<time>.json: a list of records with `free_gib`,
 `preset`, `started`, `start_s`, `peak_gib`, `served`, `error` (and the footprint
@@ -27,7 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-LEVELS = "2.3,3.0,3.3,5.0,5.3,7.0,7.3,3.0,7.3:float16"  # the second 3.0 is a warm start; the last proves float16
+# the second 3.0 is a warm start; 7.3:float16 proves float16; 1.8 is below every bf16 preset (auto runs 8 bits)
+LEVELS = "1.8,2.3,3.0,3.3,5.0,5.3,7.0,7.3,3.0,7.3:float16,2.3::2gb-8bit,3.0::2gb-8bit"
 GIB = 1 << 30
 STAGE = re.compile(r"(took|finished in|takes|Loading weights|Model loading|init engine).*?(\d+\.\d+) ?s", re.I)
 
@@ -42,8 +44,8 @@ def hold(free_gib: float) -> None:
     sys.stdin.read()
 
 
-async def serve(level: float, dtype: str, model: str) -> dict:
-    """Start the engine with `auto` on what is free now, then serve a full house; one record."""
+async def serve(level: float, dtype: str, model: str, preset: str = "auto") -> dict:
+    """Start the engine with `preset` (`auto`) on what is free now, then serve a full house; one record."""
     from bench.backends import Ours
     from bench.memory import MemoryWatch
     from engine import hardware, sizing
@@ -54,10 +56,10 @@ async def serve(level: float, dtype: str, model: str) -> dict:
     import vllm  # noqa: F401  (the app imports it while the server starts)
 
     device = hardware.gpu() or hardware.cpu()  # the CPU only for a pipeline check without a GPU
-    record = {"free_gib": round(device.free_bytes / GIB, 2), "level": level, "dtype": dtype,
+    record = {"free_gib": round(device.free_bytes / GIB, 2), "level": level, "dtype": dtype, "asked": preset,
               "import_s": round(time.perf_counter() - began, 1), "started": False, "served": False, "error": None}
     watch = MemoryWatch().start()
-    engine = ChatEngine(load_settings(model=model, preset="auto", dtype=dtype))
+    engine = ChatEngine(load_settings(model=model, preset=preset, dtype=dtype))
     mark = ENGINE_OUTPUT.mark()
     began = time.perf_counter()
     try:
@@ -104,7 +106,7 @@ def longest_prompt(backend, preset, reply: int) -> str:
 
 
 def run_level(spec: str, model: str, timeout_s: int, log) -> dict:
-    level, _, dtype = spec.partition(":")
+    level, dtype, _ = parse_level(spec)
     holder = subprocess.Popen([sys.executable, "-m", "bench.cards", "--hold", level], cwd=ROOT,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -114,7 +116,7 @@ def run_level(spec: str, model: str, timeout_s: int, log) -> dict:
         log.write(f"==== {spec}\n{proc.stderr}")
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         record = json.loads(lines[-1]) if lines else {
-            "level": float(level), "dtype": dtype or "auto", "started": False, "served": False,
+            "level": float(level), "dtype": dtype, "started": False, "served": False,
             "error": f"exit {proc.returncode}: " + " | ".join(proc.stderr.splitlines()[-3:])}
     except subprocess.TimeoutExpired:
         record = {"level": float(level), "started": False, "served": False, "error": f"timeout after {timeout_s} s"}
@@ -123,6 +125,13 @@ def run_level(spec: str, model: str, timeout_s: int, log) -> dict:
         holder.wait(timeout=30)
     print("   " + json.dumps({k: v for k, v in record.items() if k != "stages"}), flush=True)
     return record
+
+
+def parse_level(spec: str) -> tuple[str, str, str]:
+    """LEVEL[:DTYPE[:PRESET]] -> (level, dtype, preset), `auto` for what is left out."""
+    level, _, rest = spec.partition(":")
+    dtype, _, preset = rest.partition(":")
+    return level, dtype or "auto", preset or "auto"
 
 
 def table(records: list[dict]) -> str:
@@ -148,8 +157,8 @@ def main() -> None:
     if args.hold is not None:
         return hold(args.hold)
     if args.serve:
-        level, _, dtype = args.serve.partition(":")
-        print(json.dumps(asyncio.run(serve(float(level), dtype or "auto", args.model))), flush=True)
+        level, dtype, preset = parse_level(args.serve)
+        print(json.dumps(asyncio.run(serve(float(level), dtype, args.model, preset))), flush=True)
         return
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"cards-{time.strftime('%Y%m%d-%H%M%S')}"

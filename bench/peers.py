@@ -3,11 +3,12 @@
     python -m bench.peers --target cpu-full     # ERNIE-0.3B-shaped weights on this machine's CPU
     python -m bench.peers --target gpu          # the same on a GPU (llama.cpp rows need LLAMA_CUDA=1 builds)
 
-Rows: this app through its chats and its API, its engine layer, a plain `vllm serve` with the articles'
-flags, llama.cpp's `llama-server` on a GGUF of the same weights in bf16 and Q8_0 (as many slots as the
-preset has sequences), and transformers `generate()`. Each runs in its own process with the same prompts,
-lengths (`ignore_eos`) and sampling. Columns: seconds from launch to the first token, tokens/s at 1, 8 and
-32 chats, TTFT p95 at 32, peak memory. Results: bench/results/peers-<target>-<time>.json, .log and plots.
+Rows: this app through its chats and its API, its engine layer (in bf16, and with 8-bit weights), a
+plain `vllm serve` with the articles' flags, llama.cpp's `llama-server` on a GGUF of the same weights in
+bf16 and Q8_0 (as many slots as the preset has sequences), and transformers `generate()`. Each runs in its
+own process with the same prompts, lengths (`ignore_eos`) and sampling. Columns: seconds from launch to the
+first token, tokens/s at 1, 8 and 32 chats, TTFT p95 at 32, peak memory. Results:
+bench/results/peers-<target>-<time>.json, .log and plots.
 """
 
 import argparse
@@ -19,6 +20,7 @@ from pathlib import Path
 from bench.plot import plot
 from bench.run import RESULTS, device_name, run_config, versions
 from bench.table import table
+from engine.presets import BUILT_IN
 
 FULL_SIZE = "models/ernie-0.3b-random"
 COLUMNS = [
@@ -36,6 +38,7 @@ def configs(preset: str) -> list[dict]:
         {"kind": "app", "preset": preset, "name": "this app: chat"},
         {"kind": "api", "preset": preset, "name": "this app: API"},
         {"kind": "ours", "preset": preset, "name": "this app: engine layer"},
+        {**eight_bit(preset), "kind": "ours", "name": "this app: engine layer, 8-bit weights"},
         # what vLLM's top-p costs: with a top p it sorts the whole vocabulary of every sequence at every step
         {"kind": "ours", "preset": preset, "name": "this app: engine layer at top p 1", "top_p": 1.0},
         {"kind": "serve", "name": "vllm serve"},
@@ -44,6 +47,14 @@ def configs(preset: str) -> list[dict]:
         {"kind": "hf", "name": "transformers generate"},
     ]
     return [{**row, "suite": "peers"} for row in rows]
+
+
+def eight_bit(preset: str) -> dict:
+    """The row's preset with 8-bit weights: `cpu-8bit` on the processor, a custom twin of a GPU preset."""
+    if preset == "cpu":
+        return {"preset": "cpu-8bit"}
+    return {"preset": "custom", "custom": {**BUILT_IN[preset].model_dump(exclude={"name", "purpose"}),
+                                           "weights_8bit": True}}
 
 
 def main() -> None:

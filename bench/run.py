@@ -31,6 +31,12 @@ GPU_CONFIGS = [
     {"kind": "ours", "preset": "4gb", "name": "4gb greedy", "temperature": 0.0},
     {"kind": "ours", "preset": "6gb"},
     {"kind": "ours", "preset": "8gb"},
+    # 8 bits beside bf16 (engine.presets): the smallest card's preset both ways, and 4gb with each half in 8 bits
+    {"kind": "ours", "preset": "2gb"},
+    {"kind": "ours", "preset": "2gb-8bit"},
+    {"kind": "ours", "preset": "custom", "name": "4gb 8-bit weights", "custom": {**FOUR, "weights_8bit": True}},
+    {"kind": "ours", "preset": "custom", "name": "4gb 8-bit weights and KV",
+     "custom": {**FOUR, "weights_8bit": True, "kv_8bit": True}},
     {"kind": "raw", "preset": "4gb"},
     {"kind": "app", "preset": "4gb", "name": "app path:4gb"},
     {"kind": "app", "preset": "custom", "name": "app path:4gb every token", "custom": {**FOUR, "stream_interval": 1}},
@@ -55,6 +61,7 @@ GPU2_CONFIGS = [
 ]
 CPU_CONFIGS = [
     {"kind": "ours", "preset": "cpu", "name": "ours:cpu", "switch_to": "cpu"},
+    {"kind": "ours", "preset": "cpu-8bit"},
     {"kind": "raw", "preset": "cpu"},
     {"kind": "app", "preset": "cpu", "name": "app path:cpu"},
     {"kind": "app", "preset": "cpu", "name": "app path:cpu no history", "history": False},

@@ -11,13 +11,19 @@ tokens), so the fixed costs decide the fit.
 (`kv_offloading_size`). It is off in the built-in presets: the GPU KV cache
 already holds more tokens than the presets' sequences can use, and measured
 offload made prefix hits slower (see docs/benchmarks.md). A custom preset can turn it on.
+
+8 bits: `weights_8bit` keeps the linear layers' weights in 8 bits (fp8 on a GPU, quantized by vLLM as it
+loads them; int8 on the processor, from a copy that engine/int8_weights.py writes once), `kv_8bit` keeps the
+KV cache in fp8 (twice the tokens in the same memory). Each generated token reads every weight once, so
+fewer bytes decode faster where memory bandwidth is the limit (small cards, processors). Quality on real
+weights is not measured here: bf16 presets stay the default wherever they fit.
 """
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine import sizing
+from engine import int8_weights, sizing
 from engine.errors import UnknownPresetError
 
 GIB = sizing.GIB
@@ -40,6 +46,23 @@ class Preset(BaseModel):
     stream_interval: int = Field(1, ge=1, le=64, description="Tokens the engine gathers before handing a reply on "
                                  "(vLLM's stream_interval; the first token always goes at once). Fewer hand-overs "
                                  "leave the server more time when many chats stream.")
+    weights_8bit: bool = Field(False, description="Linear layers' weights in 8 bits: fp8 on a GPU, int8 on a "
+                               "processor with AVX-512 VNNI; the embeddings stay bf16.")
+    kv_8bit: bool = Field(False, description="KV cache in fp8: twice the tokens in the same memory.")
+
+    @model_validator(mode="after")
+    def _purpose_says_8_bit(self):
+        """Whatever shows the purpose (the sidebar, /status) says when the preset runs in 8 bits."""
+        note = precision(self)
+        if note and note not in self.purpose:
+            object.__setattr__(self, "purpose", f"{self.purpose} ({note})")
+        return self
+
+
+def precision(preset: Preset) -> str:
+    """"8-bit weights, 8-bit KV" and the like; "" for bf16 throughout."""
+    parts = [name for name, on in (("8-bit weights", preset.weights_8bit), ("8-bit KV", preset.kv_8bit)) if on]
+    return ", ".join(parts)
 
 
 # On the H200 one chat of the 4gb preset decodes 350-550 tokens a second, so 8 tokens come every 15-23 ms: within
@@ -65,9 +88,19 @@ BUILT_IN: dict[str, Preset] = {
         Preset(name="cpu", purpose="No GPU: runs on the processor, 4k context",
                device="cpu", kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
                max_num_batched_tokens=2048, cuda_graphs=False),
+        # 8 bits after bf16: the sidebar lists the default kind first
+        Preset(name="2gb-8bit",
+               purpose="2 GB cards (1.8 GiB free): 2k context, 16 chats at once, 8-bit weights, 8-bit KV",
+               kv_cache_gib=0.15, max_model_len=2048, max_num_seqs=16, max_num_batched_tokens=512,
+               stream_interval=GPU_STREAM_INTERVAL, weights_8bit=True, kv_8bit=True),
+        Preset(name="cpu-8bit",
+               purpose="No GPU, faster: the processor with 8-bit weights (needs AVX-512 VNNI), 4k context",
+               device="cpu", kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
+               max_num_batched_tokens=2048, cuda_graphs=False, weights_8bit=True),
     ]
 }
 GPU_BY_SIZE = ["8gb", "6gb", "4gb", "2gb"]  # largest first: what `auto` tries
+GPU_8BIT_BY_SIZE = ["2gb-8bit"]  # what `auto` tries when no bf16 preset fits
 
 
 def names(custom: Preset | None = None) -> list[str]:
@@ -86,8 +119,9 @@ def lookup(name: str, custom: Preset | None = None) -> Preset | None:
 
 
 def pick_auto(free_bytes: int, weights: int) -> Preset | None:
-    """The largest GPU preset whose footprint fits the free memory with headroom; None if none does."""
-    for name in GPU_BY_SIZE:
+    """The largest bf16 GPU preset whose footprint fits the free memory with headroom, else the largest 8-bit
+    one (every card vLLM's CUDA build runs on runs 8 bits); None if none does."""
+    for name in GPU_BY_SIZE + GPU_8BIT_BY_SIZE:
         if sizing.fits(sizing.footprint(BUILT_IN[name], weights), free_bytes):
             return BUILT_IN[name]
     return None
@@ -96,7 +130,7 @@ def pick_auto(free_bytes: int, weights: int) -> Preset | None:
 def smaller_than(preset: Preset) -> str | None:
     """The next smaller GPU preset, offered when this one runs out of memory."""
     size = sizing.footprint(preset).total
-    smaller = [n for n in GPU_BY_SIZE if sizing.footprint(BUILT_IN[n]).total < size]
+    smaller = [n for n in GPU_BY_SIZE + GPU_8BIT_BY_SIZE if sizing.footprint(BUILT_IN[n]).total < size]
     return smaller[0] if smaller else None
 
 
@@ -115,6 +149,12 @@ def engine_kwargs(preset: Preset, model: str, download_dir: str | None,
         disable_log_stats=False,  # keeps the in-process metrics the status panel reads
         enforce_eager=not preset.cuda_graphs,
     )
+    if preset.weights_8bit and preset.device == "cuda":
+        kwargs["quantization"] = "fp8"  # quantized as vLLM loads the bf16 weights; embeddings stay bf16
+    elif preset.weights_8bit:
+        kwargs["model"] = str(int8_weights.copy_folder(model))  # written at the build (int8_weights.ensure_copy)
+    if preset.kv_8bit:
+        kwargs["kv_cache_dtype"] = "fp8"
     if preset.swap_gib > 0:
         kwargs["kv_offloading_size"] = preset.swap_gib
     if preset.stream_interval > 1:

@@ -11,6 +11,10 @@ The constants were measured with NVML on the whole device while serving
 the runtime grows with the tokens of one engine step (prefill activations) and
 with the number of sequences (the sampler works on one 103k-entry row of logits
 per sequence, and decode graphs are captured up to that batch).
+
+In 8 bits (`weights_8bit`) vLLM quantizes the linear layers only: their weights take one byte each, plus
+a scale; the embeddings, tied to the output layer, and the norms stay bf16. An 8-bit KV cache holds twice
+the tokens in the memory the preset gives it.
 """
 
 import math
@@ -22,6 +26,10 @@ MIB = 1 << 20
 KIB = 1 << 10
 
 ERNIE_WEIGHTS_BYTES = 360_748_032 * 2  # ERNIE-4.5-0.3B: its parameters (embeddings tied) in bf16
+# ERNIE-4.5-0.3B's linear layers (18 x q, k, v, o, gate, up, down) hold 254,803,968 of its parameters; the rest
+# is the 103,424 x 1,024 embedding and the norms. A model folder of another size is counted with the same share.
+LINEAR_SHARE = 254_803_968 / 360_748_032
+KV_BYTES_PER_TOKEN = 2 * 18 * 2 * 128 * 2  # K and V x 18 layers x 2 KV heads x head_dim 128 x bf16
 ENGINE_CONTEXT_BYTES = 512 * MIB  # the CUDA context the engine process makes before it checks free memory
 RUNTIME_BASE_BYTES = 380 * MIB  # workspace, graph pool, allocator slack: what every preset pays
 RUNTIME_PER_BATCHED_TOKEN = 41 * KIB  # activations of one engine step, per token in it
@@ -62,10 +70,21 @@ def weights_bytes(model: str) -> int:
 
 
 def footprint(preset, weights: int = ERNIE_WEIGHTS_BYTES) -> Footprint:
-    """What the engine holds on the GPU with this preset (a `presets.Preset`)."""
+    """What the engine holds on the GPU with this preset (a `presets.Preset`), `weights` being the bf16 size."""
     runtime = (RUNTIME_BASE_BYTES + RUNTIME_PER_BATCHED_TOKEN * preset.max_num_batched_tokens
                + RUNTIME_PER_SEQUENCE * preset.max_num_seqs)
-    return Footprint(weights, ENGINE_CONTEXT_BYTES, runtime, int(preset.kv_cache_gib * GIB))
+    held = eight_bit_weights(weights) if preset.weights_8bit else weights
+    return Footprint(held, ENGINE_CONTEXT_BYTES, runtime, int(preset.kv_cache_gib * GIB))
+
+
+def eight_bit_weights(weights: int) -> int:
+    """bf16 weights of `weights` bytes with the linear layers in one byte a parameter (scales are a few KiB)."""
+    return weights - int(weights * LINEAR_SHARE) // 2
+
+
+def kv_tokens(preset) -> int:
+    """How many tokens the preset's KV cache holds (ERNIE-0.3B's shape)."""
+    return int(preset.kv_cache_gib * GIB) // (KV_BYTES_PER_TOKEN // 2 if preset.kv_8bit else KV_BYTES_PER_TOKEN)
 
 
 def fits(need: Footprint, free_bytes: int) -> bool:

