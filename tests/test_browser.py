@@ -130,6 +130,48 @@ def test_the_status_chip_answers_without_pressing_send(app_server, browser):
                "one click on Status must show the status table, without Send")
 
 
+def test_a_file_attached_with_the_paperclip_is_answered_with_it_in_the_prompt(app_server, browser, tmp_path):
+    import re
+
+    from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
+                                            WebDriverException)
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    notes = tmp_path / "meeting-notes.md"
+    notes.write_text("# Meeting notes\n" + "".join(f"- point {i}: ship the attachments feature\n" for i in range(60)))
+    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+    browser.get(app_server.url)
+    wait.until(ready.element_to_be_clickable((By.ID, "upload-button")), "no paperclip in the chat input")
+
+    def attach(driver) -> bool:  # the composer is drawn again after sign-in: find its file input again
+        try:
+            driver.find_element(By.ID, "upload-button-input").send_keys(str(notes))
+            return True
+        except (StaleElementReferenceException, ElementNotInteractableException):
+            return False
+
+    def send(driver) -> bool:
+        try:
+            box = driver.find_element(By.ID, "chat-input")
+            box.send_keys("What do my notes say?")
+            box.send_keys(Keys.ENTER)
+            return True
+        except (StaleElementReferenceException, ElementNotInteractableException):
+            return False
+
+    wait.until(attach)
+    wait.until(lambda d: "meeting-notes.md" in d.find_element(By.TAG_NAME, "body").text, "the file is not shown")
+    wait.until(send)
+    wait.until(lambda d: "reply tokens" in d.find_element(By.TAG_NAME, "body").text, "the message was not answered")
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "What do my notes say?" in body and "not sent to the model" not in body
+    prompt = int(re.search(r"(\d+) prompt \+ \d+ reply tokens", body).group(1))
+    assert prompt > len(notes.read_text()) // 4, f"the file's text is in the prompt ({prompt} tokens)"
+
+
 def test_the_browser_has_fonts_for_chinese_and_emoji():
     # Without them the pictures show boxes where users see text (scripts/setup.sh --dev installs them).
     families = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True).stdout
