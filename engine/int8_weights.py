@@ -16,6 +16,8 @@ import fcntl
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -66,9 +68,15 @@ def ensure(source: Path, target: Path) -> None:
 
 
 def _replace(source: Path, target: Path, note: dict) -> None:
+    """Convert in a child process: the conversion's ~1.7 GB of freed heap would otherwise stay with the app,
+    and with the engine core forked from it."""
     staging = Path(tempfile.mkdtemp(prefix=".writing-", dir=target.parent))
     try:
-        write(source, staging)
+        done = subprocess.run([sys.executable, "-m", "engine.int8_weights", str(source), str(staging)],
+                              capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            raise RuntimeError(f"Writing the int8 copy of {source} failed: {last}")
         (staging / SOURCE_NOTE).write_text(json.dumps(note))
         shutil.rmtree(target, ignore_errors=True)
         staging.chmod(0o755)
@@ -116,3 +124,7 @@ def quantize(weight):
     wide = weight.to(torch.float32)
     scale = (wide.abs().amax(dim=1, keepdim=True) / 127.0).clamp(min=1e-12)
     return torch.round(wide / scale).clamp(-127, 127).to(torch.int8), scale
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1]), Path(sys.argv[2]))
