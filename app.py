@@ -32,6 +32,7 @@ sessions.continue_threads_after_restarts()  # nor a restart of the server under 
 
 CHAINLIT_STOP_NOTICE = "Task manually stopped."
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
+PROMPT_KEYS = ("role", "content", "attachments")  # what of a turn the engine is given (not its message id)
 
 exit_if_port_taken()
 engine = shared_engine()
@@ -113,7 +114,7 @@ async def reply_to(chat, turns: list[dict], asked: dict) -> None:
     attachments.keep(chat_history, asked)
     request_id = uuid.uuid4().hex
     cl.user_session.set("request_id", request_id)
-    prompt = [*turns, asked]
+    prompt = [{key: t[key] for key in PROMPT_KEYS if key in t} for t in [*turns, asked]]
     # flushed_at starts at 0 so the first token shows at once; later ones are batched
     reply, pending, flushed_at, stats = cl.Message(content=""), "", 0.0, None
     reply.metadata = {"for": asked["id"]}  # which question it answers, to rebuild the prompt of a reopened chat

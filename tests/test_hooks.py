@@ -124,7 +124,7 @@ async def test_a_reopened_chat_gets_its_turns_and_sidebar_back_on_the_running_pr
     shown, fake = chat
     shown = fresh_session()  # Chainlit reopens a chat in a session of its own
     app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": 24, "preset": "4gb"}
-    thread = {"steps": [  # as Chainlit's data layer returns them (SQLite gives the metadata as text)
+    thread = {"id": "t1", "steps": [  # as Chainlit's data layer returns them (SQLite gives the metadata as text)
         {"id": "q1", "type": "user_message", "output": "Hi", "metadata": {}},
         {"id": "r1", "type": "assistant_message", "name": "ERNIE Chat", "output": "Hello\n\n*`first token ...`*",
          "metadata": '{"for": "q1", "answer": "Hello"}'},
