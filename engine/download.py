@@ -17,6 +17,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from urllib.parse import urlparse
 
 from tqdm.auto import tqdm
 
@@ -89,19 +90,23 @@ class Transfer:
         while len(self._samples) > 2 and now - self._samples[1][0] >= SPEED_WINDOW_S:
             self._samples.popleft()
         since, fetched = self._samples[0]
-        speed = (self.fetched - fetched) / (now - since) if now - since >= 1.0 else 0.0
+        # a speed from less than a second, or from less than one piece the client hands on, says nothing yet
+        measured = now - since >= 1.0 and self.fetched - fetched >= CHUNK_BYTES
+        speed = (self.fetched - fetched) / (now - since) if measured else 0.0
         if speed > 0 and self.done < self.total:
             rate = f"{speed / 1e6:.1f} MB/s" if speed >= 1e6 else f"{speed / 1e3:.0f} kB/s"
             text += f", {rate}, {_duration((self.total - self.done) / speed)} left"
         return text
 
-    def bar(self):
-        """A stand-in for the client's tqdm class: each received chunk lands here."""
+    def bar(self, kept: int = 0):
+        """A stand-in for the client's tqdm class: each received chunk of a file lands here. `kept`: the bytes of
+        it an earlier try left, counted as done already; the client starts over from 0 when the server ignores
+        the range it asked for."""
         transfer = self
 
         class Bar:
             def __init__(self, *args, initial=0, **kwargs):
-                transfer.done += initial  # bytes an earlier try left in the file
+                transfer.done += initial - kept
 
             def __enter__(self):
                 return self
@@ -168,11 +173,11 @@ def from_hub(settings: Settings, transfer: Transfer) -> Path:
     except Exception as error:
         raise ModelNotFoundError(model, f"it is not in the local cache, and {source_name(settings)} cannot be "
                                         f"reached or has no such model: {type(error).__name__}: {error}") from error
-    missing = [info for info in plan if info.will_download]
+    missing = [_Blob(model, info.filename, info.commit_hash, cache_dir, endpoint) for info in plan if info.will_download]
     transfer.total = sum(info.file_size or 0 for info in plan)
-    transfer.done = transfer.total - sum(info.file_size or 0 for info in missing)
-    for info in missing:
-        _fetch_file(model, info.filename, info.commit_hash, cache_dir, endpoint, transfer)
+    transfer.done = transfer.total - sum(blob.size for blob in missing) + sum(blob.kept() for blob in missing)
+    for blob in missing:
+        blob.fetch(transfer)
     # the bytes are all there now: this only files them into the cache, with nothing to show
     return Path(snapshot_download(model, cache_dir=cache_dir, allow_patterns=WANTED, endpoint=endpoint,
                                   revision=plan[0].commit_hash if plan else None, tqdm_class=_Silent))
@@ -183,33 +188,44 @@ class _Silent(tqdm):
         super().__init__(*args, **{**kwargs, "disable": True})
 
 
-def _fetch_file(model: str, filename: str, commit: str, cache_dir: Path | None, endpoint: str,
-                transfer: Transfer) -> None:
-    """One file into the cache's blob store, continuing the `.partial` bytes an earlier try left."""
-    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
-    from huggingface_hub.file_download import http_get, repo_folder_name
-    from huggingface_hub.utils import WeakFileLock, build_hf_headers
+class _Blob:
+    """One file of the snapshot, on its way into the cache's blob store through a `.partial` file of its own."""
 
-    meta = get_hf_file_metadata(hf_hub_url(model, filename, revision=commit, endpoint=endpoint))
-    cache = Path(cache_dir or constants.HF_HUB_CACHE).expanduser().resolve()
-    folder = repo_folder_name(repo_id=model, repo_type="model")
-    blob = cache / folder / "blobs" / meta.etag
-    partial = blob.with_name(blob.name + ".partial")
-    lock = cache / ".locks" / folder / f"{meta.etag}.partial.lock"  # where the client keeps its own locks
-    blob.parent.mkdir(parents=True, exist_ok=True)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with WeakFileLock(str(lock)):  # another app process may be fetching the same file
-        if blob.exists():
-            return
-        if meta.size is not None and partial.exists() and partial.stat().st_size > meta.size:
-            partial.unlink()  # longer than the file is now: not a beginning of it
-        with open(partial, "ab") as file:
-            kept = file.tell()
-            if kept == meta.size:  # whole already: the client returns at once, without a bar to count it
-                transfer.done += kept
-            http_get(meta.location, file, resume_size=kept, headers=build_hf_headers(),
-                     expected_size=meta.size, tqdm_class=transfer.bar())
-        partial.replace(blob)
+    def __init__(self, model: str, filename: str, commit: str, cache_dir: Path | None, endpoint: str):
+        from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+        from huggingface_hub.file_download import repo_folder_name
+
+        self.meta = get_hf_file_metadata(hf_hub_url(model, filename, revision=commit, endpoint=endpoint))
+        self.size = self.meta.size or 0
+        self.endpoint = endpoint
+        cache = Path(cache_dir or constants.HF_HUB_CACHE).expanduser().resolve()
+        folder = repo_folder_name(repo_id=model, repo_type="model")
+        self.path = cache / folder / "blobs" / self.meta.etag
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.lock = cache / ".locks" / folder / f"{self.meta.etag}.partial.lock"  # where the client keeps its own
+        if self.partial.exists() and self.partial.stat().st_size > self.size:
+            self.partial.unlink()  # longer than the file is now: not a beginning of it
+
+    def kept(self) -> int:
+        return self.partial.stat().st_size if self.partial.exists() else 0
+
+    def fetch(self, transfer: Transfer) -> None:
+        """The rest of the file after what an earlier try kept (HTTP Range), then the file into its place."""
+        from huggingface_hub.file_download import http_get
+        from huggingface_hub.utils import WeakFileLock, build_hf_headers
+
+        headers = build_hf_headers()
+        if urlparse(self.meta.location).netloc != urlparse(self.endpoint).netloc:  # a signed CDN link: no token
+            headers.pop("authorization", None)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock.parent.mkdir(parents=True, exist_ok=True)
+        with WeakFileLock(str(self.lock)):  # another app process may be fetching the same file
+            if self.path.exists():
+                return
+            with open(self.partial, "ab") as file:
+                http_get(self.meta.location, file, resume_size=file.tell(), headers=headers,
+                         expected_size=self.meta.size, tqdm_class=transfer.bar(file.tell()))
+            self.partial.replace(self.path)
 
 
 def from_modelscope(settings: Settings, transfer: Transfer) -> Path:

@@ -94,9 +94,11 @@ async def test_the_chat_shows_the_download_and_try_again_resumes_it(tiny_model, 
         try:
             chat = await ChatClient(server.url).connect()
             asked = await chat.send("hello?")  # waits for the start that opening the chat began
+            other = await ChatClient(server.url).connect()  # another tab, waiting for the same start
             await chat.wait_idle(180)
-            first_try = percents(chat.ever_shown)
-            assert first_try and 0 < max(first_try) < 100, "the note showed the download's bytes and percent"
+            for each in (chat, other):
+                first_try = percents(each.ever_shown)
+                assert first_try and 0 < max(first_try) < 100, "each chat's note shows the bytes and percent"
             failed = next(m for m in chat.messages.values() if "❌" in m.content)
             assert "Try again" in failed.content and "continues where it stopped" in failed.content
             retry = next(a for a in chat.actions if a["forId"] == failed.id)
@@ -112,6 +114,7 @@ async def test_the_chat_shows_the_download_and_try_again_resumes_it(tiny_model, 
             assert any(m.content for m in chat.replies("ERNIE Chat")), f"no reply to {asked}"
             assert "from the hub mirror" in (tmp_path / "chainlit.log").read_text(), "the log shows the download"
             await chat.close()
+            await other.close()
         finally:
             assert server.stop() == 0
 
