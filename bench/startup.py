@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,7 +85,7 @@ async def answer(client, timeout: float = 600):
     raise TimeoutError(f"no reply within {timeout:.0f} s; the chat shows {client.all_text()[-300:]!r}")
 
 
-async def one_start(model: str, preset: str, folder: Path, profile: bool) -> dict:
+async def one_start(model: str, preset: str, folder: Path, out: Path, run: int, profile: bool) -> dict:
     from chat_client import ChatClient
     from server import ChainlitServer
 
@@ -115,6 +116,9 @@ async def one_start(model: str, preset: str, folder: Path, profile: bool) -> dic
             spy.wait(30)
         server.stop()
     lines = stamped.close()
+    for name in ("chainlit.log", "profile.txt"):  # beside the JSON: the run's folder keeps the server's database
+        if (folder / name).exists():
+            shutil.copy(folder / name, out / f"run{run}-{name}")
     result = {"events": {k: round(v, 2) for k, v in events.items()}, "reply": result_text[:300],
               "timeline": timeline(lines, events)}
     if profile and (folder / "profile.txt").exists():
@@ -145,8 +149,8 @@ async def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     runs = []
     for run in range(1, args.runs + 1):
-        folder = Path(tempfile.mkdtemp(prefix=f"start{run}-", dir=out))
-        result = await one_start(args.model, args.preset, folder, args.profile)
+        folder = Path(tempfile.mkdtemp(prefix=f"start{run}-"))
+        result = await one_start(args.model, args.preset, folder, out, run, args.profile)
         show(run, result)
         runs.append(result)
     summary = {"command": " ".join(["python -m bench.startup", *sys.argv[1:]]), "host": platform.node(),

@@ -166,17 +166,28 @@ def planned_preset(engine) -> presets.Preset | None:
 
 def metrics_app(engine):
     """vLLM's Prometheus metrics of this process's engine, as `vllm serve` serves them at /metrics, behind the
-    API's key. Reading them never starts the engine: before its first start there are none."""
-    from prometheus_client import make_asgi_app
-    from vllm.v1.metrics.prometheus import get_prometheus_registry
+    API's key. Reading them never starts the engine: before its first start there are none.
 
-    exposition = make_asgi_app(get_prometheus_registry())
+    vLLM's registry is imported on the first read, not here: this runs while app.py loads, and importing vLLM
+    then kept the page from answering until the import was done (7-15 s on the H200)."""
+    exposition = None
 
     async def metrics(scope, receive, send) -> None:
-        if not await _refused(engine, scope, send):
-            await exposition(scope, receive, send)
+        nonlocal exposition
+        if await _refused(engine, scope, send):
+            return
+        if exposition is None:
+            exposition = await asyncio.to_thread(_exposition)
+        await exposition(scope, receive, send)
 
     return metrics
+
+
+def _exposition():
+    with build.IMPORTS:
+        from prometheus_client import make_asgi_app
+        from vllm.v1.metrics.prometheus import get_prometheus_registry
+    return make_asgi_app(get_prometheus_registry())
 
 
 async def _refused(engine, scope, send) -> bool:

@@ -6,6 +6,7 @@ own API; it runs in a worker thread, since the constructor blocks for the whole 
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -52,6 +53,30 @@ def import_engine_modules():
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
     return AutoTokenizer, AsyncEngineArgs, AsyncLLM
+
+
+def inspect_model_ahead(model: str, cache_dir: Path | None = None) -> None:
+    """Have vLLM learn what the model's class supports now, from the thread that imports it at server start.
+
+    vLLM inspects a model class once per machine, in a fresh Python that imports torch and vLLM again, and
+    caches what it learns by the hash of the model's source file. On a fresh H200 machine that was 28 s of
+    the first chat's start (docs/benchmarks.md, "Start-up"); asked here, it runs while the page loads. A
+    model not on this machine yet is inspected at its start, as before.
+    """
+    config = Path(model).expanduser() / "config.json"
+    if not config.is_file():
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
+        if not isinstance(cached, str):
+            return
+        config = Path(cached)
+    from vllm import ModelRegistry
+
+    for architecture in json.loads(config.read_text()).get("architectures") or []:
+        registered = ModelRegistry.models.get(architecture)
+        if hasattr(registered, "inspect_model_cls"):
+            registered.inspect_model_cls()
 
 
 def build_engine(kwargs: dict):

@@ -276,13 +276,14 @@ class ChatEngine:
 
             signal.signal(number, handler)
 
-    @staticmethod
-    def preload() -> None:
-        """Import vLLM ahead of the first start (it takes seconds); safe to call from a thread."""
+    def preload(self) -> None:
+        """Import vLLM ahead of the first start (it takes seconds), and have it inspect the model's class (once
+        per machine: `build.inspect_model_ahead`); safe to call from a thread."""
         try:
             build.import_engine_modules()
+            build.inspect_model_ahead(self.settings.model, self.settings.download_dir)
         except Exception:
-            log.exception("importing vLLM ahead of time failed; the first start imports it again")
+            log.exception("preparing vLLM ahead of time failed; the first start does it again")
 
     # ---- requests --------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,

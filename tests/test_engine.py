@@ -6,8 +6,10 @@ import contextvars
 import importlib
 import os
 import shutil
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -17,6 +19,8 @@ from engine.engine import Stats
 from engine.errors import (ChatError, ContextTooLongError, DamagedModelError, OutOfMemoryError, PresetSwitchError,
                            UnknownPresetError)
 from engine.settings import Sampling
+
+ROOT = Path(__file__).resolve().parent.parent
 
 HELLO = [{"role": "user", "content": "Hello, who are you?"}]
 
@@ -399,3 +403,15 @@ async def test_the_output_handler_lets_replies_and_stop_run_while_it_catches_up(
     shared = EngineClient()
     share_the_event_loop(shared, max_hold_s=0.02)
     assert await backlog_then_handle(shared) >= 5, "40 steps of 5 ms: another task runs at least every 20 ms"
+
+
+def test_the_preload_has_vllm_inspect_the_model_class_before_the_first_start(tiny_model, tmp_path):
+    """vLLM inspects a model class once per machine in a fresh Python that imports torch and vLLM again; the
+    preload at server start does it, so a fresh machine's first chat does not wait for it."""
+    script = ("import sys; from engine import build; build.import_engine_modules(); "
+              "build.inspect_model_ahead(sys.argv[1]); build.inspect_model_ahead('no/such-model')")
+    env = {**os.environ, "VLLM_CACHE_ROOT": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    subprocess.run([sys.executable, "-c", script, str(tiny_model)], cwd=ROOT, env=env, check=True, timeout=600,
+                   capture_output=True)
+    assert [p.name for p in (tmp_path / "modelinfos").iterdir()] == [
+        "vllm-model_executor-models-ernie45-Ernie4_5ForCausalLM.json"]
