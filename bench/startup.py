@@ -85,7 +85,8 @@ async def answer(client, timeout: float = 600):
     raise TimeoutError(f"no reply within {timeout:.0f} s; the chat shows {client.all_text()[-300:]!r}")
 
 
-async def one_start(model: str, preset: str, folder: Path, out: Path, run: int, profile: bool) -> dict:
+async def one_start(model: str, preset: str, folder: Path, out: Path, run: int, profile: bool,
+                    tree: Path = ROOT) -> dict:
     from chat_client import ChatClient
     from server import ChainlitServer
 
@@ -93,7 +94,7 @@ async def one_start(model: str, preset: str, folder: Path, out: Path, run: int, 
     began = time.monotonic()
     stamped = StampedLog(log, began)
     env = {"CHAT_MODEL": model, "CHAT_PRESET": preset, "CHAT_MAX_TOKENS": str(REPLY_TOKENS)}
-    server = ChainlitServer(env, log).launch()
+    server = ChainlitServer(env, log, root=tree).launch()
     spy = None
     if profile:
         spy = subprocess.Popen(["py-spy", "record", "--pid", str(server.proc.pid), "--subprocesses", "--rate", "50",
@@ -142,6 +143,7 @@ async def main() -> None:
     parser.add_argument("--preset", default="4gb")
     parser.add_argument("--runs", type=int, default=2, help="starts one after another (the first may be cold)")
     parser.add_argument("--profile", action="store_true", help="py-spy on the server and its engine processes")
+    parser.add_argument("--tree", type=Path, default=ROOT, help="another checkout's app (e.g. the previous commit's)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args()
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -150,10 +152,11 @@ async def main() -> None:
     runs = []
     for run in range(1, args.runs + 1):
         folder = Path(tempfile.mkdtemp(prefix=f"start{run}-"))
-        result = await one_start(args.model, args.preset, folder, out, run, args.profile)
+        result = await one_start(args.model, args.preset, folder, out, run, args.profile, args.tree.resolve())
         show(run, result)
         runs.append(result)
     summary = {"command": " ".join(["python -m bench.startup", *sys.argv[1:]]), "host": platform.node(),
+               "tree": str(args.tree.resolve()),
                "model": args.model, "preset": args.preset, "runs": runs}
     (out / "startup.json").write_text(json.dumps(summary, indent=1))
     print(f"\nwritten: {out}")
