@@ -122,9 +122,9 @@ async def test_the_chat_shows_the_download_and_try_again_resumes_it(tiny_model, 
 async def test_modelscope_gets_ernie_under_its_modelscope_id_with_progress(tiny_model, monkeypatch):
     """The wiring only: ModelScope itself cannot be reached from here, so its client's download is stood in for."""
     from engine import download
+    from engine.settings import load_settings
 
     modelscope = importlib.import_module("modelscope.hub.snapshot_download")  # the package's name is the function
-    from engine.settings import load_settings
 
     asked = {}
 
