@@ -38,7 +38,7 @@ def configs(preset: str) -> list[dict]:
         {"kind": "app", "preset": preset, "name": "this app: chat"},
         {"kind": "api", "preset": preset, "name": "this app: API"},
         {"kind": "ours", "preset": preset, "name": "this app: engine layer"},
-        {**eight_bit(preset), "kind": "ours", "name": "this app: engine layer, 8-bit weights"},
+        {**eight_bit(preset), "kind": "ours", "name": "this app: engine layer with 8-bit weights"},
         # what vLLM's top-p costs: with a top p it sorts the whole vocabulary of every sequence at every step
         {"kind": "ours", "preset": preset, "name": "this app: engine layer at top p 1", "top_p": 1.0},
         {"kind": "serve", "name": "vllm serve"},
