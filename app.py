@@ -37,6 +37,7 @@ PROMPT_KEYS = ("role", "content", "attachments")  # what of a turn the engine is
 exit_if_port_taken()
 engine = shared_engine()
 open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
+attachments.own_upload_folder()
 chat_history = history.install(engine.settings, extra=[signin.LOGINS_TABLE, sessions.SESSIONS_TABLE, attachments.TABLE,
                                                       attachments.INDEX])  # None: off
 if chat_history is not None:

@@ -115,26 +115,28 @@ async def test_uploads_are_guarded_like_every_other_route(app_server, chat):
     assert proxied.status_code == 401, proxied.text
 
 
-async def test_a_reopened_chat_keeps_its_attachment_in_the_prompt_after_a_restart(engine_env, tmp_path, tokens_of):
+async def test_a_reopened_chat_keeps_its_attachment_in_the_prompt_after_a_restart(engine_env, tmp_path, chat):
     env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(tmp_path / "chats.db"),
            "CHAT_MAX_TOKENS": str(REPLY_TOKENS)}
     notes = numbered_lines(40)
     first = ChainlitServer(env, tmp_path / "first.log").start()
     try:
-        chat = await ChatClient(first.url).connect()
-        one = await ask_with(chat, "Read this.", [await attach(chat, "notes.txt", notes, "text/plain")])
-        await chat.close()
+        asking = await ChatClient(first.url).connect()
+        one = await ask_with(asking, "Read this.", [await attach(asking, "notes.txt", notes, "text/plain")])
+        await asking.close()
     finally:
         assert first.stop() == 0
+    # Chainlit deletes its uploads folder when a server stops: another server's (`chat`'s) must go on
+    assert (await chat.upload("after.txt", b"still here", "text/plain")).status_code == 200
     second = ChainlitServer(env, tmp_path / "second.log").start()
     try:
-        resumed = await ChatClient(second.url, thread_id=chat.thread_id).connect()
+        resumed = await ChatClient(second.url, thread_id=asking.thread_id).connect()
         two = await resumed.ask("Go on")
         earlier = stats_of(one.content)
         assert stats_of(two.content)["prompt"] > earlier["prompt"] + earlier["reply"], \
             "the first turn, its file included, is in the prompt again"
         async with httpx.AsyncClient(base_url=second.url, cookies={"access_token": resumed.token}, timeout=120) as http:
-            deleted = await http.request("DELETE", "/project/thread", json={"threadId": chat.thread_id})
+            deleted = await http.request("DELETE", "/project/thread", json={"threadId": asking.thread_id})
         assert deleted.status_code == 200, deleted.text
         await resumed.close()
     finally:

@@ -10,10 +10,12 @@ what does not fit the context.
 
 With a history the text is kept in a table of its own beside Chainlit's, so a reopened chat's prompt has it
 again: without a storage service Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
+Each server process keeps its uploads in a folder of its own (`own_upload_folder`).
 """
 
 import asyncio
 import io
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -35,6 +37,18 @@ WRITING: set[asyncio.Task] = set()  # attachments being stored (`keep`)
 
 class Refused(Exception):
     """A file that cannot go into the prompt; the text says why."""
+
+
+def own_upload_folder() -> None:
+    """Uploads of this process go to `.files/<process id>`: a stopping Chainlit server deletes its whole files
+    folder, which took the uploads of every other server run from the same folder (several app processes, the
+    tests' servers) and failed their next upload."""
+    import chainlit.config
+    import chainlit.server
+
+    own = Path(chainlit.config.APP_ROOT) / ".files" / str(os.getpid())
+    own.mkdir(parents=True, exist_ok=True)
+    chainlit.config.FILES_DIRECTORY = chainlit.server.FILES_DIRECTORY = own  # the sessions' and the shutdown's
 
 
 def accepted() -> str:
