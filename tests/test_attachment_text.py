@@ -50,13 +50,26 @@ def test_binary_data_is_refused_whatever_the_file_claims():
 def test_a_pdf_gives_its_text_and_a_broken_or_empty_one_is_refused(tmp_path):
     path = tmp_path / "paper.pdf"
     path.write_bytes(minimal_pdf("Attention is all you need"))
-    assert attachments.read(str(path), "paper.pdf") == "Attention is all you need"
+    assert attachments.read(str(path)) == "Attention is all you need"
     path.write_bytes(minimal_pdf(""))
     with pytest.raises(Refused, match="without text"):
-        attachments.read(str(path), "paper.pdf")
+        attachments.read(str(path))
     path.write_bytes(b"%PDF-1.4\nnot a pdf at all")
     with pytest.raises(Refused):
-        attachments.read(str(path), "paper.pdf")
+        attachments.read(str(path))
+
+
+def test_a_pdf_locked_with_a_password_is_refused_saying_so(tmp_path):
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.encrypt("secret", algorithm="RC4-128")
+    path = tmp_path / "locked.pdf"
+    with open(path, "wb") as out:
+        writer.write(out)
+    with pytest.raises(Refused, match="password"):
+        attachments.read(str(path))
 
 
 def test_the_refusal_names_what_is_accepted_from_the_upload_settings():

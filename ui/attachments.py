@@ -83,11 +83,13 @@ def decode(data: bytes) -> str:
 def pdf_text(data: bytes) -> str:
     """The text of a PDF's pages, a blank line between them; Refused when it is damaged or holds no text."""
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
     try:
         pages = [page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages]
-    except (PyPdfError, ValueError, KeyError, TypeError) as error:
+    except FileNotDecryptedError:
+        raise Refused("is locked with a password; attach a copy without one") from None
+    except (PyPdfError, DependencyError, ValueError, KeyError, TypeError) as error:
         raise Refused(f"could not be read as a PDF ({type(error).__name__})") from error
     text = "\n\n".join(page.strip() for page in pages if page.strip())
     if not text:
@@ -95,9 +97,14 @@ def pdf_text(data: bytes) -> str:
     return text
 
 
-def read(path: str, name: str) -> str:
+def read(path: str) -> str:
+    """A file's text. A PDF's can be longer than the file: no more is taken than a text file may be long."""
     data = Path(path).read_bytes()
-    return pdf_text(data) if data.startswith(b"%PDF-") else decode(data)
+    text = pdf_text(data) if data.startswith(b"%PDF-") else decode(data)
+    most_mb = config.features.spontaneous_file_upload.max_size_mb
+    if len(text) > most_mb * 2**20:
+        raise Refused(f"holds more than {most_mb} MB of text; attach the part you need")
+    return text
 
 
 async def question(message: cl.Message) -> dict | None:
@@ -114,7 +121,7 @@ async def question(message: cl.Message) -> dict | None:
     parts = []
     for element in files:
         try:
-            parts.append({"name": element.name, "text": await asyncio.to_thread(read, element.path, element.name)})
+            parts.append({"name": element.name, "text": await asyncio.to_thread(read, element.path)})
         except Refused as why:
             problems.append(f"{element.name} {why}.")
         except OSError as error:
