@@ -69,6 +69,8 @@ async def test_a_text_file_goes_into_the_prompt_with_its_name(app_server, chat, 
     added = stats_of(reply.content)["prompt"] - plain  # the same question in a new chat, with the file
     assert tokens_of(notes) <= added <= tokens_of(notes) + 40, (plain, added, tokens_of(notes))
     assert "left out" not in reply.content
+    alone = await ask_with(chat, "", [await attach(chat, "todo.txt", b"buy milk", "text/plain")])
+    assert "reply tokens" in alone.content, "a file sent without words is answered"
 
 
 async def test_a_file_too_long_for_the_context_is_cut_and_the_reply_says_how_much(chat, tokens_of):

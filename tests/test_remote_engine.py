@@ -70,6 +70,20 @@ async def test_a_chat_streams_from_the_remote_server_with_its_stats_and_status(c
     assert "max_model_len" not in api.text, "the server serves its own API; the app does not proxy it"
 
 
+async def test_attachments_reach_the_server_and_its_tokenizer_cuts_a_long_one(chat):
+    from test_attachments import ask_with, attach, numbered_lines
+
+    await chat.change_settings({"max_tokens": 16})
+    plain = stats_of((await chat.ask("What is in it?")).content)
+    notes = await attach(chat, "notes.md", numbered_lines(30), "text/markdown")
+    with_file = stats_of((await ask_with(chat, "What is in it?", [notes])).content)
+    assert with_file["prompt"] > 2 * plain["prompt"] + plain["reply"] + 500, "the file's ~900 tokens were sent"
+    log = await attach(chat, "server.log", numbered_lines(900), "text/plain")
+    cut = await ask_with(chat, "Summarize the log.", [log])
+    assert "server.log:" in cut.content and "tokens were left out" in cut.content, cut.content[-300:]
+    assert stats_of(cut.content)["prompt"] <= 10240 - 16, "cut by the server's own /tokenize counts"
+
+
 async def test_stop_aborts_the_request_on_the_server(chat, vllm_server):
     await chat.change_settings({"max_tokens": 8192})
     stopped = await stop_a_long_reply(chat, lambda: chat.send("Tell me a very long story."))
