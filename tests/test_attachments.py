@@ -90,6 +90,12 @@ async def test_binary_data_and_other_types_are_refused_in_the_chat_and_nothing_r
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
     refused = await chat.upload("photo.png", png, "image/png")
     assert refused.status_code == 400 and "not allowed" in refused.text, "Chainlit's route checks the declared type"
+    # what browsers declare for text they know no type of, or for CSV on Windows: the extension decides
+    unknown, excel = "application/octet-stream", "application/vnd.ms-excel"
+    for name, mime, status in [("main.rs", unknown, 200), ("setup.exe", unknown, 400),
+                               ("table.csv", excel, 200), ("sheet.xls", excel, 400)]:
+        assert (await chat.upload(name, b"a,b\n1,2\n", mime)).status_code == status, name
+    await chat.ask("Hello")  # the engine is up (a start's warm-up counts prompt tokens too)
     served = prompt_tokens_served(app_server.url)
     before = len(chat.replies("ERNIE Chat"))
     disguised = await attach(chat, "photo.txt", png, "text/plain")  # what a client claims is not trusted
