@@ -91,7 +91,7 @@ BUILT_IN: dict[str, Preset] = {
         # 8 bits after bf16: the sidebar lists the default kind first
         Preset(name="2gb-8bit",
                purpose="2 GB cards (1.8 GiB free): 2k context, 16 chats at once, 8-bit weights, 8-bit KV",
-               kv_cache_gib=0.15, max_model_len=2048, max_num_seqs=16, max_num_batched_tokens=512,
+               kv_cache_gib=0.09, max_model_len=2048, max_num_seqs=16, max_num_batched_tokens=512,
                stream_interval=GPU_STREAM_INTERVAL, weights_8bit=True, kv_8bit=True),
         Preset(name="cpu-8bit",
                purpose="No GPU, faster: the processor with 8-bit weights (needs AVX-512 VNNI), 4k context",
