@@ -158,7 +158,10 @@ async def reply_to(chat, turns: list[dict], asked: dict) -> None:
 
 async def finish(turns, asked, reply, answer: str, stats: Stats | None, show_stats: bool, saver) -> None:
     """Record the turn in the chat's turns and show (and save) the reply with its notes and cost."""
-    turns += [asked, {"role": "assistant", "content": answer}]
+    sent = attachments.as_sent(asked, stats)
+    if sent is not asked:
+        attachments.keep(chat_history, sent)
+    turns += [sent, {"role": "assistant", "content": answer}]
     reply.metadata = {**reply.metadata, "answer": answer}
     await saver.settle()  # a write of the streaming reply must not land over the finished one
     stopped = stats is None or stats.finish_reason == "abort"

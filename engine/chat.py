@@ -151,7 +151,7 @@ class _Attached:
             i = max(range(count), key=kept.__getitem__)
             texts[i], kept[i] = self._prefix(i, texts[i], kept[i], kept[i] - over)
         newest = self.turn(texts)
-        cut = tuple(Cut(f["name"], self.totals[i] - kept[i], self.totals[i])
+        cut = tuple(Cut(i, f["name"], len(texts[i]), self.totals[i] - kept[i], self.totals[i])
                     for i, f in enumerate(self.files) if kept[i] < self.totals[i])
         return newest, self.render([newest]), cut
 

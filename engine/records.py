@@ -20,9 +20,11 @@ ProgressCallback = Callable[[Progress], Awaitable[None] | None]
 
 @dataclass(frozen=True)
 class Cut:
-    """An attachment whose text was cut to fit the context: how many of its tokens were left out."""
+    """An attachment whose text was cut to fit the context: how much of it went in, how many tokens did not."""
 
+    index: int  # its place among the message's attachments
     name: str
+    kept_chars: int  # the start of its text that went into the prompt
     left_out_tokens: int
     total_tokens: int
 

@@ -3,8 +3,9 @@ tokenizer, cut to the context where they do not fit."""
 
 import pytest
 
-from engine.chat import as_text, build_prompt
+from engine.chat import as_text, build_prompt, plain
 from engine.errors import ContextTooLongError
+from engine.records import Stats
 from ui import attachments
 from ui.attachments import Refused
 
@@ -135,3 +136,13 @@ def test_history_goes_before_an_attachment_is_cut_and_words_too_long_are_an_erro
     assert prompt.cut and prompt.dropped_messages == 2
     with pytest.raises(ContextTooLongError):
         build_prompt(tokenizer, SYSTEM, [ask("word " * 3000, ("tiny.txt", "x"))], 2048, 256)
+
+
+def test_a_cut_turn_is_kept_as_the_model_read_it(tokenizer):
+    asked = ask("Summarize.", ("a.txt", numbered_lines(2000)), ("b.txt", "short"))
+    prompt = build_prompt(tokenizer, SYSTEM, [asked], 2048, 256)
+    sent = attachments.as_sent(asked, Stats(0.01, 100.0, len(prompt.token_ids), 16, 0, "stop", 0, 1.0, cut=prompt.cut))
+    assert plain([sent]) == list(prompt.messages), "the chat's later prompts render what this one did"
+    assert sent["attachments"][1] == {"name": "b.txt", "text": "short"} and asked["attachments"][0]["text"] == \
+        numbered_lines(2000), "the file itself is not changed"
+    assert attachments.as_sent(asked, None) is asked, "a stopped reply (no stats) keeps the turn as asked"

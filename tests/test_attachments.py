@@ -2,9 +2,11 @@
 with their references over socket.io, on a real server with the real engine. The tiny model's text is gibberish,
 so what is judged is the prompt's size in the reply's cost line and the notices the user reads."""
 
+import asyncio
 import json
 import re
 import sqlite3
+import time
 
 import httpx
 import pytest
@@ -73,9 +75,17 @@ async def test_a_text_file_goes_into_the_prompt_with_its_name(app_server, chat, 
     assert "reply tokens" in alone.content, "a file sent without words is answered"
 
 
-async def test_a_file_too_long_for_the_context_is_cut_and_the_reply_says_how_much(chat, tokens_of):
+def stored_text(database: str, message_id: str) -> str | None:
+    with sqlite3.connect(database) as db:
+        row = db.execute('SELECT "text" FROM chat_attachments WHERE "for_id" = ?', (message_id,)).fetchone()
+    return row and row[0]
+
+
+async def test_a_file_too_long_for_the_context_is_cut_and_the_reply_says_how_much(app_server, chat, tokens_of):
     log = numbered_lines(900)  # some 28,000 tokens of the tiny tokenizer: about three contexts of the test preset
-    reply = await ask_with(chat, "Summarize the log.", [await attach(chat, "server.log", log, "text/plain")])
+    asked = await chat.send("Summarize the log.", files=[await attach(chat, "server.log", log, "text/plain")])
+    await chat.wait_idle()
+    reply = chat.replies()[-1]
     prompt = stats_of(reply.content)["prompt"]
     assert (CONTEXT - REPLY_TOKENS) * 0.95 <= prompt <= CONTEXT - REPLY_TOKENS, "the cut fills what the reply leaves"
     found = re.search(r"server\.log: ([\d,]+) of ([\d,]+) tokens were left out: the context holds ([\d,]+) tokens",
@@ -84,6 +94,12 @@ async def test_a_file_too_long_for_the_context_is_cut_and_the_reply_says_how_muc
     left_out, total, context = (int(group.replace(",", "")) for group in found.groups())
     assert context == CONTEXT and abs(total - tokens_of(log)) <= 4
     assert total - left_out <= prompt, "what was kept is in the prompt"
+    database, deadline, kept = app_server.env["CHAT_HISTORY_DB"], time.monotonic() + 120, None
+    while kept is None or len(kept) == len(log):  # stored as asked, then (in the background) as the model read it
+        assert time.monotonic() < deadline, "the chat keeps the start of the file that the model read"
+        await asyncio.sleep(0.2)
+        kept = stored_text(database, asked)
+    assert log.decode().startswith(kept) and abs(tokens_of(kept.encode()) - (total - left_out)) <= 4
 
 
 async def test_binary_data_and_other_types_are_refused_in_the_chat_and_nothing_reaches_the_engine(app_server, chat):

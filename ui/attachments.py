@@ -8,8 +8,9 @@ charset-normalizer finds) or a PDF's text (pypdf). Anything else is refused in t
 accepted, and the message is not answered. engine/chat.py puts the text before the user's words and cuts
 what does not fit the context.
 
-With a history the text is kept in a table of its own beside Chainlit's, so a reopened chat's prompt has it
-again: without a storage service Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
+The chat's turns keep the text as the model read it (cut where the context cut it). With a history it is kept
+in a table of its own beside Chainlit's, so a reopened chat's prompt has it again: without a storage service
+Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
 Each server process keeps its uploads in a folder of its own (`own_upload_folder`).
 """
 
@@ -26,13 +27,14 @@ TABLE = ('CREATE TABLE IF NOT EXISTS chat_attachments ("for_id" TEXT NOT NULL, "
          '"thread_id" TEXT NOT NULL, "name" TEXT NOT NULL, "text" TEXT NOT NULL, PRIMARY KEY ("for_id", "position"))')
 INDEX = 'CREATE INDEX IF NOT EXISTS chat_attachments_thread ON chat_attachments ("thread_id")'
 DELETE = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
-_INSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thread_id", "name", "text") '
-           'VALUES (:for_id, :position, :thread, :name, :text) ON CONFLICT ("for_id", "position") DO NOTHING')
+_UPSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thread_id", "name", "text") '
+           'VALUES (:for_id, :position, :thread, :name, :text) '
+           'ON CONFLICT ("for_id", "position") DO UPDATE SET "name" = EXCLUDED."name", "text" = EXCLUDED."text"')
 _SELECT = ('SELECT "for_id", "name", "text" FROM chat_attachments WHERE "thread_id" = :thread '
            'ORDER BY "for_id", "position"')
 BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
 SNIFF_BYTES = 8192  # a NUL byte this early means binary data (text in UTF-16 has its byte-order mark)
-WRITING: set[asyncio.Task] = set()  # attachments being stored (`keep`)
+WRITES: dict[str, asyncio.Task] = {}  # message id -> the latest write of its attachments (`keep`)
 
 
 class Refused(Exception):
@@ -133,20 +135,34 @@ async def question(message: cl.Message) -> dict | None:
     return {**asked, "attachments": parts}
 
 
+def as_sent(asked: dict, stats) -> dict:
+    """The turn as the model read it: an attachment the context cut keeps the start that went in, so the
+    chat's later prompts (and a reopened chat's) render that much, not the whole file again."""
+    if stats is None or not stats.cut:
+        return asked
+    parts = list(asked["attachments"])
+    for cut in stats.cut:
+        parts[cut.index] = {**parts[cut.index], "text": parts[cut.index]["text"][:cut.kept_chars]}
+    return {**asked, "attachments": parts}
+
+
 def keep(layer, asked: dict) -> None:
-    """Store a question's attachments with its chat, in the background (a reply must not wait for the write)."""
+    """Store a question's attachments with its chat, in the background (a reply must not wait for the write),
+    after an earlier write of the same question's: once before its reply, again as sent when it was cut."""
     thread_id = cl.context.session.thread_id
     if layer is None or not asked.get("attachments") or thread_id in layer.deleted:
         return
+    previous = WRITES.get(asked["id"])
 
     async def write():
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
         for position, part in enumerate(asked["attachments"]):
-            await layer.execute_sql(_INSERT, {"for_id": asked["id"], "position": position, "thread": thread_id,
+            await layer.execute_sql(_UPSERT, {"for_id": asked["id"], "position": position, "thread": thread_id,
                                               "name": part["name"], "text": part["text"]})
 
-    task = asyncio.create_task(write())
-    WRITING.add(task)  # the loop keeps only a weak reference to a task
-    task.add_done_callback(WRITING.discard)
+    task = WRITES[asked["id"]] = asyncio.create_task(write())
+    task.add_done_callback(lambda done: WRITES.pop(asked["id"]) if WRITES.get(asked["id"]) is done else None)
 
 
 async def stored(thread_id: str) -> dict[str, list[dict]]:
