@@ -171,7 +171,7 @@ async def test_status_reports_device_preset_and_memory(engine):
 
 
 async def test_unknown_preset_names_the_valid_ones(engine):
-    with pytest.raises(UnknownPresetError, match="auto, 2gb, 4gb, 6gb, 8gb, cpu, custom"):
+    with pytest.raises(UnknownPresetError, match="auto, 2gb, 4gb, 6gb, 8gb, cpu, 2gb-8bit, cpu-8bit, custom"):
         await engine.switch_preset("5gb")
     assert engine.ready
 
