@@ -77,11 +77,21 @@ class ChatClient:
         if response.status_code != 200:
             raise SignInRefused(response.status_code, response.text)
         return response.cookies.get("access_token")
+
+    async def _session_cookie(self) -> str:
+        async with httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(300, connect=60)) as http:
+            response = await http.post("/set-session-cookie", json={"session_id": self.session_id})
+        response.raise_for_status()
+        return response.cookies["X-Chainlit-Session-id"]
+
     async def connect(self, timeout: float = 30, wait_ready: bool = True) -> "ChatClient":
         """Sign in and open the chat; `wait_ready=False` returns at once, as a user who types before the chat
         has opened (its sidebar not yet there)."""
         token = self.token = await self.sign_in()
-        headers = {"Cookie": f"access_token={token}"} if token else {}
+        cookies = [f"access_token={token}"] if token else []
+        # as Chainlit's page does before it opens the socket: a balancer in front keeps the tab on one process by it
+        cookies.append(f"X-Chainlit-Session-id={await self._session_cookie()}")
+        headers = {"Cookie": "; ".join(cookies)}
         auth = {"clientType": "webapp", "sessionId": self.session_id, "threadId": self.thread_id,
                 "userEnv": "{}", "chatProfile": ""}
         # wait_timeout: python-socketio gives the server 1 s to accept the connection by default, and then fails
