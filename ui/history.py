@@ -185,7 +185,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
         Nothing is written to a deleted chat (its reply's last words would bring it back)."""
         if step_dict.get("type") == "run" or step_dict.get("threadId") in self.deleted:
             return
-        await super().create_step({**step_dict, "parentId": None})
+        await super().create_step(_without_nul({**step_dict, "parentId": None}))
 
     async def get_thread_author(self, thread_id: str) -> str:
         """'' for a thread that does not exist (a deleted chat): Chainlit then answers 404, not a 500."""
@@ -227,6 +227,18 @@ class HistoryLayer(SQLAlchemyDataLayer):
         if isinstance(value, (list, tuple)) and (self.sqlite or key == "modes"):
             return json.dumps(value)
         return value
+
+
+def _without_nul(value):
+    """PostgreSQL's text and jsonb refuse the NUL character, which a model can write (a byte-level token): every
+    later write of that reply would fail, leaving it cut off at its last save. It is dropped, on SQLite too."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {key: _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    return value
 
 
 def _rows(result):
