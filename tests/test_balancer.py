@@ -39,14 +39,14 @@ class Cluster:
     def address(self, app: ChainlitServer) -> str:
         return f"127.0.0.1:{app.port}"
 
-    async def served(self, key: str, uri: str, timeout: float = 60) -> list[str]:
-        """The upstreams nginx tried, in order, for its latest finished request to `uri` with this tab's key (a
+    async def served(self, key: str, uri: str, nth: int = 1, timeout: float = 60) -> list[str]:
+        """The upstreams nginx tried, in order, for the `nth` finished request to `uri` with this tab's key (a
         socket's line is written when it closes)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             lines = [line for line in self.proxy.routed() if line["tab"] == key and line["uri"] == uri]
-            if lines:
-                return lines[-1]["upstream"].split(", ")
+            if len(lines) >= nth:
+                return lines[nth - 1]["upstream"].split(", ")
             await asyncio.sleep(0.1)
         raise AssertionError(f"nginx logged no request to {uri} for tab {key}: {self.proxy.routed()[-5:]}")
 
@@ -210,7 +210,9 @@ async def test_a_killed_process_s_tab_reconnects_through_the_balancer_and_goes_o
     before = stats_of(first.content)
     assert go_on["prompt"] > before["prompt"] + before["reply"], "the other process goes on with the chat's turns"
     await back.close()
-    assert (await cluster.served(back.session_id, SOCKET))[-1] == cluster.address(survivor)
+    assert await cluster.served(chat.session_id, SOCKET) == [cluster.address(doomed)]
+    assert (await cluster.served(back.session_id, SOCKET, nth=2))[-1] == cluster.address(survivor), \
+        "the balancer sends the tab's new socket to the process that is alive"
     assert cluster.asked(chat.thread_id) == ["What is a cache?", "Tell me everything you know.", "Go on"], \
         "the tab went on in its own thread"
     stored = cluster.stored_replies(chat.thread_id)

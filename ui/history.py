@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from ui import attachments
 
+TABLES_LOCK = 4_551_772  # PostgreSQL advisory lock id held while the tables are made
 SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
 CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
@@ -100,6 +101,9 @@ async def create_tables(url: str, extra: list[str] = ()) -> None:
     engine = open_engine(url)
     try:
         async with engine.begin() as connection:
+            if not url.startswith("sqlite"):  # app processes started at once: PostgreSQL's CREATE TABLE IF NOT
+                # EXISTS is no guard against another transaction making the same table (a duplicate-key error)
+                await connection.execute(text(f"SELECT pg_advisory_xact_lock({TABLES_LOCK})"))
             for statement in [*schema(url.startswith("sqlite")), *extra]:
                 await connection.execute(text(statement))
     finally:
@@ -185,7 +189,8 @@ class HistoryLayer(SQLAlchemyDataLayer):
         Nothing is written to a deleted chat (its reply's last words would bring it back)."""
         if step_dict.get("type") == "run" or step_dict.get("threadId") in self.deleted:
             return
-        await super().create_step(_without_nul({**step_dict, "parentId": None}))
+        step = {**step_dict, "parentId": None}
+        await super().create_step(step if self.sqlite else _without_nul(step))
 
     async def get_thread_author(self, thread_id: str) -> str:
         """'' for a thread that does not exist (a deleted chat): Chainlit then answers 404, not a 500."""
@@ -231,7 +236,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
 
 def _without_nul(value):
     """PostgreSQL's text and jsonb refuse the NUL character, which a model can write (a byte-level token): every
-    later write of that reply would fail, leaving it cut off at its last save. It is dropped, on SQLite too."""
+    later write of that reply would fail, leaving it cut off at its last save. It is dropped there (SQLite keeps it)."""
     if isinstance(value, str):
         return value.replace("\x00", "")
     if isinstance(value, dict):
