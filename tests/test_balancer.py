@@ -10,7 +10,6 @@ import os
 import signal
 import threading
 import time
-import uuid
 
 import httpx
 import pytest
@@ -22,6 +21,7 @@ from server import ChainlitServer
 from test_app import stats_of, stop_a_long_reply
 from test_history import CUT_OFF, SECRET, add_user, step_texts
 from test_remote_engine import running_on
+from ui.sessions import CUT_OFF_NOTICE
 from vllm_server import VllmServer
 
 pytestmark = pytest.mark.skipif(nginx_bin() is None or postgres_bin() is None,
@@ -159,6 +159,15 @@ async def wait_stored(cluster: Cluster, chat: ChatClient, replies: int, timeout:
     raise AssertionError(f"the chat's {replies} replies were not stored: {cluster.stored_replies(chat.thread_id)}")
 
 
+async def settled(read, expected, timeout: float = 60):
+    """What `read()` returns once it returns `expected`, or after `timeout` (the database's writes run in tasks of
+    their own: a message may be shown before it is stored)."""
+    deadline = time.monotonic() + timeout
+    while (value := read()) != expected and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    return value
+
+
 async def test_a_chat_started_on_one_process_is_reopened_and_goes_on_on_the_other(cluster):
     one, other = cluster.apps
     started = await (await cluster.tab_on(one)).connect()
@@ -176,7 +185,8 @@ async def test_a_chat_started_on_one_process_is_reopened_and_goes_on_on_the_othe
     await reopened.close()
     assert await cluster.served(started.session_id, SOCKET) == [cluster.address(one)]
     assert await cluster.served(reopened.session_id, SOCKET) == [cluster.address(other)]
-    assert cluster.asked(started.thread_id) == ["What is a cache?", "And a prefix cache?"], "one thread, not two"
+    asked = ["What is a cache?", "And a prefix cache?"]
+    assert await settled(lambda: cluster.asked(started.thread_id), asked) == asked, "one thread, not two"
 
 
 async def test_a_killed_process_s_tab_reconnects_through_the_balancer_and_goes_on_in_its_chat(cluster):
@@ -213,8 +223,9 @@ async def test_a_killed_process_s_tab_reconnects_through_the_balancer_and_goes_o
     assert await cluster.served(chat.session_id, SOCKET) == [cluster.address(doomed)]
     assert (await cluster.served(back.session_id, SOCKET, nth=2))[-1] == cluster.address(survivor), \
         "the balancer sends the tab's new socket to the process that is alive"
-    assert cluster.asked(chat.thread_id) == ["What is a cache?", "Tell me everything you know.", "Go on"], \
-        "the tab went on in its own thread"
+    asked = ["What is a cache?", "Tell me everything you know.", "Go on"]
+    assert await settled(lambda: cluster.asked(chat.thread_id), asked) == asked, "the tab went on in its own thread"
     stored = cluster.stored_replies(chat.thread_id)
     if cut_mid_reply:
         assert stored[1].endswith(CUT_OFF), f"the reply the kill cut says so in the history: {stored[1][-200:]!r}"
+        assert CUT_OFF_NOTICE in back.ever_shown, "the tab is told why the reply it shows stopped"

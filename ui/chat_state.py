@@ -54,13 +54,13 @@ def forget(session) -> None:
 
 
 async def _make(engine, thread: dict | None) -> ChatState:
-    session = cl.context.session
+    session, continued = cl.context.session, None
     if thread is None and session.thread_id_to_resume:  # a message came before Chainlit reopened the chat
         from chainlit.socket import resume_thread
 
         thread = await resume_thread(session)
     elif thread is None:  # a tab back after a restart goes on in its own thread
-        thread = sessions.continued_thread(session)
+        thread = continued = sessions.continued_thread(session)
     if thread is not None:
         state = ChatState(history.turns_from(thread, await attachments.stored(thread["id"])),
                           sidebar.resumed(session.chat_settings or {}, engine.settings, engine.preset_name))
@@ -68,6 +68,8 @@ async def _make(engine, thread: dict | None) -> ChatState:
         state = ChatState([], sidebar.defaults(engine.settings, engine.preset_name))
     await send_sidebar(engine, state.prefs)
     await cl.context.emitter.set_commands([STATUS_COMMAND])
+    if continued is not None:
+        await sessions.tell_if_cut_off(continued)
     if not engine.ready:
         asyncio.create_task(_start_engine(engine, state))  # start now: the first reply waits less
     return state

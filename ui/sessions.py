@@ -6,12 +6,15 @@
   browser clears its session), else once the session expired without the tab coming back.
 - **A tab that reconnects to a restarted server** (or after its session expired) brings its old session id
   and no thread id; Chainlit would make it a new, empty chat. The thread each session last wrote to is kept
-  in `chat_sessions`, so such a tab goes on in its own thread, with its turns in the prompt.
+  in `chat_sessions`, so such a tab goes on in its own thread, with its turns in the prompt; the same holds for a
+  tab that a load balancer sends to another app process when its own died. A reply its server was writing when it
+  died is said to have been cut off.
 - **A deleted chat**: its running reply is aborted, its tab told, and the tab's next message starts a new
   chat; the history layer (ui/history.py) never writes the deleted thread again.
 """
 
 import asyncio
+import json
 import logging
 import uuid
 
@@ -25,6 +28,8 @@ _UPSERT = ('INSERT INTO chat_sessions ("session_id", "thread_id", "user_identifi
            '"user_identifier" = EXCLUDED."user_identifier"')
 _REMEMBERED = "ernie_chat_remembered_thread"  # on Chainlit's session object: the thread id already written
 _CONTINUED = "ernie_chat_continued_thread"  # on it too: the stored thread a tab back after a restart goes on in
+CUT_OFF_NOTICE = ("⚠️ The server that was writing this chat's last reply stopped, so that reply ends where it was "
+                  "cut off (the history keeps it so). The chat goes on here: send your next message as usual.")
 DELETED_NOTICE = ("🗑️ This chat was deleted, so its reply was stopped. What you write next starts a new chat.")
 log = logging.getLogger("chainlit")
 _PENDING: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
@@ -106,6 +111,22 @@ def continued_thread(session) -> dict | None:
     thread = getattr(session, _CONTINUED, None)
     setattr(session, _CONTINUED, None)
     return thread
+
+
+async def tell_if_cut_off(thread: dict) -> None:
+    """A tab back after its server died mid-reply still shows that reply as if it were being written: say why it
+    stopped (the history marks it cut off)."""
+    from chainlit.message import Message
+
+    replies = [step for step in thread.get("steps") or [] if step.get("type") == "assistant_message"
+               and "answer" in _metadata(step)]
+    if replies and _metadata(replies[-1]).get("cut_off"):
+        await Message(content=CUT_OFF_NOTICE, author="system").send()
+
+
+def _metadata(step: dict) -> dict:
+    meta = step.get("metadata") or {}
+    return json.loads(meta) if isinstance(meta, str) else meta
 
 
 def abort_when_gone(abort) -> None:
