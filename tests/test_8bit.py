@@ -11,9 +11,10 @@ import os
 import pytest
 from conftest import TEST_PRESET
 from safetensors import safe_open
+from test_engine import collect
 
 from engine import int8_weights, startup
-from engine.engine import ChatEngine, Stats
+from engine.engine import ChatEngine
 from engine.errors import PresetSwitchError
 from engine.settings import Sampling, load_settings
 
@@ -56,16 +57,6 @@ def test_the_copy_is_written_once_and_again_when_its_source_changes(tiny_model, 
     os.utime(source / "model.safetensors", (1, 1))
     int8_weights.ensure_copy(str(copy))
     assert (copy / "model.safetensors").stat().st_mtime_ns != written, "a changed source is converted again"
-
-
-async def collect(stream):
-    deltas, stats = [], None
-    async for item in stream:
-        if isinstance(item, Stats):
-            stats = item
-        else:
-            deltas.append(item)
-    return deltas, stats
 
 
 async def test_an_8_bit_engine_starts_answers_and_refuses_what_the_processor_cannot_run(tiny_model, cache,
