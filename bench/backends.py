@@ -333,7 +333,7 @@ def _raw_vllm(config: dict) -> RawVllm:
     else:
         preset = presets.lookup(config["preset"])
         device = hardware.gpu() if preset.device == "cuda" else None
-        kwargs = presets.engine_kwargs(preset, model, None, device and device.total_bytes)
+        kwargs = presets.engine_kwargs(preset, model, device and device.total_bytes)
     return RawVllm(AsyncLLM.from_engine_args(AsyncEngineArgs(**kwargs)), AutoTokenizer.from_pretrained(model),
                    config.get("temperature", 0.8))
 
@@ -367,7 +367,7 @@ def _preset_args(config: dict) -> dict:
 
     preset = presets.lookup(config["preset"])
     device = hardware.gpu() if preset.device == "cuda" else None
-    args = presets.engine_kwargs(preset, config["model"], None, device and device.total_bytes)
+    args = presets.engine_kwargs(preset, config["model"], device and device.total_bytes)
     return {**args, "disable_log_stats": None}  # `vllm serve` keeps its stats on unless told otherwise
 
 

@@ -56,7 +56,7 @@ def top_logprobs(fields: dict, model: str, device: str) -> list[dict[int, float]
     preset = presets.Preset(**{**fields, "device": device})
     build.use_environment(device)
     gpu = hardware.gpu() if device == "cuda" else None
-    kwargs = presets.engine_kwargs(preset, model, None, gpu.total_bytes if gpu else None)
+    kwargs = presets.engine_kwargs(preset, model, gpu.total_bytes if gpu else None)
     kwargs["enable_prefix_caching"] = False  # every prompt position computed, none read back from a cache
     int8_weights.ensure_copy(kwargs["model"])
     from vllm import LLM, SamplingParams

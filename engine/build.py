@@ -55,22 +55,17 @@ def import_engine_modules():
     return AutoTokenizer, AsyncEngineArgs, AsyncLLM
 
 
-def inspect_model_ahead(model: str, cache_dir: Path | None = None) -> None:
+def inspect_model_ahead(folder: Path) -> None:
     """Have vLLM learn what the model's class supports now, from the thread that imports it at server start.
 
     vLLM inspects a model class once per machine, in a fresh Python that imports torch and vLLM again, and
     caches what it learns by the hash of the model's source file. On a fresh H200 machine that was 28 s of
     the first chat's start (docs/benchmarks.md, "Start-up"); asked here, it runs while the page loads. A
-    model not on this machine yet is inspected at its start, as before.
+    model not on this machine yet (no `config.json` in `folder`) is inspected at its start, as before.
     """
-    config = Path(model).expanduser() / "config.json"
+    config = folder / "config.json"
     if not config.is_file():
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(model, "config.json", cache_dir=str(cache_dir) if cache_dir else None)
-        if not isinstance(cached, str):
-            return
-        config = Path(cached)
+        return
     from vllm import ModelRegistry
 
     for architecture in json.loads(config.read_text()).get("architectures") or []:

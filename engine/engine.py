@@ -134,7 +134,7 @@ class ChatEngine:
             else:
                 folder = await asyncio.to_thread(download.local_folder, self.settings)
             kwargs = presets.engine_kwargs(
-                self.preset, str(folder), None, self.device.total_bytes if self.device.kind == "cuda" else None,
+                self.preset, str(folder), self.device.total_bytes if self.device.kind == "cuda" else None,
                 plan.dtype, self.settings.gpus, self.settings.parallel,
             )
             kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
@@ -281,7 +281,7 @@ class ChatEngine:
         per machine: `build.inspect_model_ahead`); safe to call from a thread."""
         try:
             build.import_engine_modules()
-            build.inspect_model_ahead(self.settings.model, self.settings.download_dir)
+            build.inspect_model_ahead(download.local_folder(self.settings))  # its folder, if it is here
         except Exception:
             log.exception("preparing vLLM ahead of time failed; the first start does it again")
 

@@ -134,12 +134,11 @@ def smaller_than(preset: Preset) -> str | None:
     return smaller[0] if smaller else None
 
 
-def engine_kwargs(preset: Preset, model: str, download_dir: str | None,
-                  total_bytes: int | None = None, dtype: str = "auto", gpus: int = 1, parallel: str = "data") -> dict:
+def engine_kwargs(preset: Preset, model: str, total_bytes: int | None = None, dtype: str = "auto", gpus: int = 1,
+                  parallel: str = "data") -> dict:
     """vLLM engine arguments for this preset (on GPUs with `total_bytes` of memory each, `gpus` of them)."""
     kwargs = dict(
-        model=model,
-        download_dir=download_dir,
+        model=model,  # a local folder: the weights were fetched before (engine/download.py)
         dtype=dtype,
         max_model_len=preset.max_model_len,
         max_num_seqs=preset.max_num_seqs,

@@ -408,8 +408,8 @@ async def test_the_output_handler_lets_replies_and_stop_run_while_it_catches_up(
 def test_the_preload_has_vllm_inspect_the_model_class_before_the_first_start(tiny_model, tmp_path):
     """vLLM inspects a model class once per machine in a fresh Python that imports torch and vLLM again; the
     preload at server start does it, so a fresh machine's first chat does not wait for it."""
-    script = ("import sys; from engine import build; build.import_engine_modules(); "
-              "build.inspect_model_ahead(sys.argv[1]); build.inspect_model_ahead('no/such-model')")
+    script = ("import sys; from pathlib import Path; from engine import build; build.import_engine_modules(); "
+              "build.inspect_model_ahead(Path(sys.argv[1])); build.inspect_model_ahead(Path('no/such-model'))")
     env = {**os.environ, "VLLM_CACHE_ROOT": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     subprocess.run([sys.executable, "-c", script, str(tiny_model)], cwd=ROOT, env=env, check=True, timeout=600,
                    capture_output=True)

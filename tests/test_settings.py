@@ -39,15 +39,15 @@ def test_a_custom_preset_comes_from_the_environment(monkeypatch):
          "max_num_batched_tokens": 2048, "swap_gib": 2}))
     settings = load_settings()
     preset = presets.lookup("custom", settings.custom_preset)
-    kwargs = presets.engine_kwargs(preset, "m", None, total_bytes=8 << 30)
+    kwargs = presets.engine_kwargs(preset, "m", total_bytes=8 << 30)
     assert kwargs["max_model_len"] == 2048 and kwargs["kv_offloading_size"] == 2
     assert kwargs["kv_cache_memory_bytes"] == 512 << 20
 
 
 def test_gpu_presets_hand_on_text_every_8_tokens_and_the_cpu_preset_every_token():
     for name in ("2gb", "4gb", "6gb", "8gb"):
-        assert presets.engine_kwargs(presets.BUILT_IN[name], "m", None, 8 << 30)["stream_interval"] == 8
-    assert "stream_interval" not in presets.engine_kwargs(presets.BUILT_IN["cpu"], "m", None)
+        assert presets.engine_kwargs(presets.BUILT_IN[name], "m", 8 << 30)["stream_interval"] == 8
+    assert "stream_interval" not in presets.engine_kwargs(presets.BUILT_IN["cpu"], "m")
     with pytest.raises(ValueError, match="stream_interval"):
         presets.Preset(kv_cache_gib=1, max_model_len=2048, max_num_seqs=4, max_num_batched_tokens=2048,
                        stream_interval=0)
@@ -76,12 +76,12 @@ def test_several_gpus_run_as_data_parallel_copies_or_one_tensor_parallel_model(m
     monkeypatch.setenv("CHAT_GPUS", "2")
     settings = load_settings()
     four = presets.BUILT_IN["4gb"]
-    data = presets.engine_kwargs(four, "m", None, 8 << 30, gpus=settings.gpus, parallel=settings.parallel)
-    tensor = presets.engine_kwargs(four, "m", None, 8 << 30, gpus=2, parallel="tensor")
+    data = presets.engine_kwargs(four, "m", 8 << 30, gpus=settings.gpus, parallel=settings.parallel)
+    tensor = presets.engine_kwargs(four, "m", 8 << 30, gpus=2, parallel="tensor")
     assert data["data_parallel_size"] == 2 and "tensor_parallel_size" not in data
     assert tensor["tensor_parallel_size"] == 2 and "data_parallel_size" not in tensor
     assert data["kv_cache_memory_bytes"] == tensor["kv_cache_memory_bytes"], "a preset's sizes are per GPU"
-    assert "data_parallel_size" not in presets.engine_kwargs(presets.BUILT_IN["cpu"], "m", None, gpus=2)
+    assert "data_parallel_size" not in presets.engine_kwargs(presets.BUILT_IN["cpu"], "m", gpus=2)
     monkeypatch.setenv("CHAT_GPUS", "0")
     with pytest.raises(SettingsError, match="CHAT_GPUS"):
         load_settings()

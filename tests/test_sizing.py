@@ -76,7 +76,7 @@ def test_weights_are_read_from_a_local_model_folder(tmp_path):
 def test_vllms_own_start_check_passes_whenever_ours_does(on_card, total, used):
     device = on_card(card(total, used))
     plan = startup.plan_start("auto", load_settings(preset="auto"))
-    utilization = presets.engine_kwargs(plan.preset, "m", None, device.total_bytes)["gpu_memory_utilization"]
+    utilization = presets.engine_kwargs(plan.preset, "m", device.total_bytes)["gpu_memory_utilization"]
     # vLLM measures free memory inside the engine process, after that process made its CUDA context.
     free_in_engine = device.free_bytes - sizing.ENGINE_CONTEXT_BYTES
     assert utilization * device.total_bytes <= free_in_engine - 0.2 * GIB
@@ -164,12 +164,12 @@ def test_auto_runs_8_bits_only_where_no_bf16_preset_fits(free_gib, expected):
 
 
 def test_8_bits_become_vllm_arguments_in_one_place():
-    two = presets.engine_kwargs(presets.BUILT_IN["2gb-8bit"], "models/m", None, 2 * GIB)
+    two = presets.engine_kwargs(presets.BUILT_IN["2gb-8bit"], "models/m", 2 * GIB)
     assert two["quantization"] == "fp8" and two["kv_cache_dtype"] == "fp8" and two["model"] == "models/m"
-    cpu = presets.engine_kwargs(presets.BUILT_IN["cpu-8bit"], "models/m", None)
+    cpu = presets.engine_kwargs(presets.BUILT_IN["cpu-8bit"], "models/m")
     assert "quantization" not in cpu and cpu["model"].endswith("-w8a8-int8")  # the int8 copy, its own config
     for name in ("2gb", "4gb", "cpu"):
-        kwargs = presets.engine_kwargs(presets.BUILT_IN[name], "models/m", None, 8 * GIB)
+        kwargs = presets.engine_kwargs(presets.BUILT_IN[name], "models/m", 8 * GIB)
         assert "quantization" not in kwargs and "kv_cache_dtype" not in kwargs and kwargs["model"] == "models/m"
 
 
