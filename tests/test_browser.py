@@ -181,6 +181,7 @@ def test_the_browser_has_fonts_for_chinese_and_emoji():
 def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_env, browser, tmp_path):
     import json
     import sqlite3
+    import time
 
     from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
                                             WebDriverException)
@@ -221,14 +222,25 @@ def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_en
                 return False
         for _ in range(3):
             (shown,) = wait.until(replies_now)
-            wait.until(send)
+            try:
+                wait.until(send)
+            except Exception as error:
+                raise AssertionError(f"the chat input could not be used to ask {text!r}; {page_state()}") from error
             try:
                 WebDriverWait(browser, 150, ignored_exceptions=ignored).until(lambda d: replies(d) > shown)
                 return
             except Exception:
                 continue
-        raise AssertionError(f"no reply to {text!r}; the page shows "
-                             f"{browser.find_element(By.TAG_NAME, 'body').text[-600:]!r}")
+        raise AssertionError(f"no reply to {text!r}; {page_state()}")
+
+    def page_state() -> str:
+        """Where the page is and what it shows, with the newest server's log, for a failure's message."""
+        try:
+            shown = f"the page at {browser.current_url} shows {browser.find_element(By.TAG_NAME, 'body').text[-600:]!r}"
+        except WebDriverException as error:
+            shown = f"the page cannot be read ({error.msg})"
+        logs = sorted(tmp_path.glob("*.log"), key=lambda path: path.stat().st_mtime)
+        return shown + (f"; {logs[-1].name} ends with {logs[-1].read_text()[-3000:]}" if logs else "")
 
     first = ChainlitServer(env, tmp_path / "first.log").start()
     try:
@@ -237,6 +249,7 @@ def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_en
         ask("Before the restart")
     finally:
         assert first.stop() == 0
+    time.sleep(10)  # down long enough for the page to notice: its socket and its requests find nobody answering
     second = ChainlitServer(env, tmp_path / "second.log", port=first.port).start()
     try:
         ask("After the restart")  # the page reconnects by itself, with its session

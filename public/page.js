@@ -1,0 +1,3 @@
+// The app's additions to Chainlit's page, one concern per file (Chainlit takes a single custom script).
+import "/public/status-chip.js";
+import "/public/server-restart.js";
