@@ -169,14 +169,16 @@ class AppPath(Backend):
     sending the settings) happens before the requests start, as a user opens a chat before typing.
     """
 
-    def __init__(self, server, tokenizer, engine_server=None):
+    def __init__(self, servers, tokenizer, engine_server=None):
+        """`servers`: the app processes (several share `engine_server`); chats are opened on each in turn."""
         super().__init__(tokenizer)
-        self.server, self.engine_server = server, engine_server
+        self.servers, self.engine_server, self.opened = servers, engine_server, 0
 
     async def open_chat(self, max_tokens: int):
         from chat_client import ChatClient
 
-        client = await ChatClient(self.server.url).connect()
+        server, self.opened = self.servers[self.opened % len(self.servers)], self.opened + 1
+        client = await ChatClient(server.url).connect()
         await client.change_settings({"max_tokens": max_tokens, "show_stats": True})
         return client
 
@@ -200,7 +202,8 @@ class AppPath(Backend):
         return (await self.run_many([text], max_tokens))[0]
 
     async def close(self) -> None:
-        self.server.stop()
+        for server in self.servers:
+            server.stop()
         if self.engine_server is not None:
             self.engine_server.stop()
 
@@ -247,20 +250,23 @@ class ApiPath(Backend):
 class OpenAICompletions(Backend):
     """A peer's OpenAI server, streamed with the `openai` client: our prompt's token ids, the app's sampling."""
 
-    def __init__(self, server, tokenizer, model: str, temperature: float):
+    def __init__(self, server, tokenizer, model: str, temperature: float, chat: bool = False):
+        """`chat`: send what the app sends its server (a chat completion of one user turn) instead of token ids."""
         import openai
 
         super().__init__(tokenizer)
-        self.server, self.model, self.temperature = server, model, temperature
+        self.server, self.model, self.temperature, self.chat = server, model, temperature, chat
         # the client's own retries stay on: llama-server closes a kept-alive connection after 5 requests
         self.client = openai.AsyncOpenAI(base_url=server.url, api_key="unused", timeout=600)
 
     async def run(self, text: str, max_tokens: int) -> Result:
         began = time.monotonic()
-        stream = await self.client.completions.create(
-            model=self.model, prompt=self.token_ids(text), max_tokens=max_tokens, stream=True,
-            temperature=self.temperature, top_p=0.8, stream_options={"include_usage": True},
-            extra_body={"ignore_eos": True})
+        common = dict(model=self.model, max_tokens=max_tokens, stream=True, temperature=self.temperature, top_p=0.8,
+                      stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
+        if self.chat:
+            stream = await self.client.chat.completions.create(messages=[{"role": "user", "content": text}], **common)
+        else:
+            stream = await self.client.completions.create(prompt=self.token_ids(text), **common)
         first, usage, ended = await read_stream(stream)
         return Result((first or ended) - began, usage.completion_tokens, ended - began, 0, ended)
 
@@ -313,7 +319,7 @@ async def create(config: dict, prepared: dict | None = None):
     if kind in ("serve", "llama"):
         return await asyncio.to_thread(_peer, config, prepared)
     if kind == "api":
-        server, tokenizer, _ = await _server(config)
+        (server,), tokenizer, _ = await _server(config)
         api = ApiPath(server, tokenizer, model, config.get("temperature", 0.8))
         await api.run("Start the engine.", 1)  # the first request starts the engine
         return api
@@ -355,20 +361,29 @@ def _peer(config: dict, prepared: dict) -> OpenAICompletions:
         from vllm_server import VllmServer
 
         on_gpu = hardware.gpu() is not None
-        if not on_gpu:
-            os.environ.update(SERVE_CPU_ENV)
-        flags = {**SERVE_FLAGS, **(SERVE_GPU_FLAGS if on_gpu else {}), "disable_log_stats": None}
+        if config.get("preset"):  # the engine a preset would give the app, as the remote path's server
+            flags = _preset_args(config)
+        else:  # the articles' flags
+            if not on_gpu:
+                os.environ.update(SERVE_CPU_ENV)
+            flags = {**SERVE_FLAGS, **(SERVE_GPU_FLAGS if on_gpu else {}), "disable_log_stats": None}
         server = VllmServer(model, folder / "serve.log", engine_args=flags)
-    return OpenAICompletions(server.start(), prepared["tokenizer"], model, config.get("temperature", 0.8))
+    return OpenAICompletions(server.start(), prepared["tokenizer"], model, config.get("temperature", 0.8),
+                             chat=config.get("chat", False))
 
 
 def _preset_args(config: dict) -> dict:
-    from engine import hardware
+    """The engine arguments of `config`'s preset, for a `vllm serve` of them, with the row's `serve_flags`."""
+    from engine import build, hardware
 
-    preset = presets.lookup(config["preset"])
+    build.use_environment("cuda")  # the vLLM environment of an embedded GPU engine (a CPU server keeps its own)
+
+    custom = config.get("custom")
+    preset = presets.lookup(config["preset"], custom and presets.Preset(**custom))
     device = hardware.gpu() if preset.device == "cuda" else None
     args = presets.engine_kwargs(preset, config["model"], device and device.total_bytes)
-    return {**args, "disable_log_stats": None}  # `vllm serve` keeps its stats on unless told otherwise
+    # `vllm serve` keeps its stats on unless told otherwise; `serve_flags`: the row's own server flags
+    return {**args, "disable_log_stats": None, **config.get("serve_flags", {})}
 
 
 def _hf(model_path: str) -> HfGenerate:
@@ -403,9 +418,6 @@ async def _server(config: dict):
     if config.get("remote"):  # the app as a client of a `vllm serve` process with the preset's arguments
         from vllm_server import VllmServer
 
-        from engine import build
-
-        build.use_environment("cuda")  # the same vLLM environment as an embedded GPU engine gets
         engine_args = await asyncio.to_thread(_preset_args, config)
         remote = await asyncio.to_thread(VllmServer(config["model"], folder / "serve.log",
                                                     engine_args=engine_args).start)
@@ -413,5 +425,6 @@ async def _server(config: dict):
     if config.get("history") is False:  # the chat path without writing its turns to the database
         env["CHAT_HISTORY"] = "false"
     root = Path(config.get("tree") or Path(__file__).resolve().parent.parent)  # another checkout's app, if named
-    server = await asyncio.to_thread(ChainlitServer(env, folder / "chainlit.log", root=root).start)
-    return server, AutoTokenizer.from_pretrained(config["model"]), remote
+    servers = [await asyncio.to_thread(ChainlitServer(env, folder / f"chainlit-{index}.log", root=root).start)
+               for index in range(config.get("app_processes", 1))]  # several: they share the remote server
+    return servers, AutoTokenizer.from_pretrained(config["model"]), remote

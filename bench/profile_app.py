@@ -1,6 +1,7 @@
 """Where the chat server's time goes under load: py-spy samples the `chainlit run` process while N chats stream.
 
     python -m bench.profile_app --model models/ernie-0.3b-random --preset 4gb --chats 32 --seconds 20
+    python -m bench.profile_app --model M --engine-url http://127.0.0.1:8000/v1   # the app in remote mode
 
 Prints the functions that hold the server's main thread most (own time, and time including callees,
 grouped by library), and writes the raw samples and a JSON summary next to the benchmark results.
@@ -74,6 +75,7 @@ async def main() -> None:
     parser.add_argument("--chats", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--engine-url", help="a running `vllm serve` of the model: the app as its client")
     parser.add_argument("--label", default="app")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args()
@@ -83,6 +85,8 @@ async def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     env = {"CHAT_MODEL": args.model, "CHAT_PRESET": args.preset}
+    if args.engine_url:
+        env = {"CHAT_ENGINE_URL": args.engine_url}
     server = ChainlitServer(env, Path(tempfile.mkdtemp()) / "chainlit.log").start()
     try:
         await load(server.url, args.chats, 8, args.max_tokens)  # start the engine, warm every batch shape

@@ -51,7 +51,7 @@ def cost_line_style(browser):
 
 def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser, tmp_path):
     from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
-                                            WebDriverException)
+                                            TimeoutException, WebDriverException)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
@@ -134,7 +134,7 @@ def test_a_file_attached_with_the_paperclip_is_answered_with_it_in_the_prompt(ap
     import re
 
     from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
-                                            WebDriverException)
+                                            TimeoutException, WebDriverException)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
@@ -184,7 +184,7 @@ def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_en
     import time
 
     from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
-                                            WebDriverException)
+                                            TimeoutException, WebDriverException)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
@@ -212,13 +212,15 @@ def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_en
         reconnects to a restarted server, it re-renders its input or does not send (what is judged is where the
         answered message lands)."""
         def send(driver) -> bool:
+            """Whether the page took the message: a page still reconnecting keeps it in the box."""
             try:
                 box = driver.find_element(By.ID, "chat-input")
                 box.send_keys(Keys.CONTROL, "a", Keys.DELETE)  # what an unsent try left there
                 box.send_keys(text)
                 box.send_keys(Keys.ENTER)
+                WebDriverWait(driver, 2, ignored_exceptions=ignored).until(lambda d: text not in box.text)
                 return True
-            except (StaleElementReferenceException, ElementNotInteractableException):
+            except (StaleElementReferenceException, ElementNotInteractableException, TimeoutException):
                 return False
         for _ in range(3):
             (shown,) = wait.until(replies_now)
