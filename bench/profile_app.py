@@ -80,6 +80,7 @@ async def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args()
 
+    import psutil
     from server import ChainlitServer
 
     out = Path(args.out)
@@ -94,13 +95,18 @@ async def main() -> None:
         spy = subprocess.Popen(["py-spy", "record", "--pid", str(server.proc.pid), "--duration", str(int(args.seconds)),
                                 "--rate", "200", "--format", "raw", "--output", str(raw), "--nonblocking"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cpu_before = psutil.Process(server.proc.pid).cpu_times()
         served = await load(server.url, args.chats, args.seconds, args.max_tokens)
+        cpu_after = psutil.Process(server.proc.pid).cpu_times()
         spy.wait(timeout=args.seconds + 60)
-        summary = {"label": args.label, "chats": args.chats, **served, **summarize(raw)}
+        cpu_s = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
+        summary = {"label": args.label, "chats": args.chats, **served, "server_cpu_s": round(cpu_s, 2),
+                   "server_cpu_ms_per_reply": round(1000 * cpu_s / max(served["replies"], 1), 1), **summarize(raw)}
     finally:
         server.stop()
     (out / f"profile-{args.label}.json").write_text(json.dumps(summary, indent=1))
-    print(json.dumps({k: summary[k] for k in ("label", "chats", "replies", "seconds", "samples")}))
+    print(json.dumps({k: summary[k] for k in ("label", "chats", "replies", "seconds", "server_cpu_s",
+                                              "server_cpu_ms_per_reply", "samples")}))
     for key in ("own_by_library_pct", "own_pct", "inclusive_pct"):
         print(f"-- {key}")
         for name, pct in summary[key]:

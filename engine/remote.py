@@ -26,6 +26,7 @@ from engine.settings import Sampling, Settings
 log = logging.getLogger("engine")
 CHECK_EVERY_S = 2.0  # how often the server's /metrics is read (and, while it is down, how often it is tried)
 CONNECT_TIMEOUT_S = 5.0
+KEEPALIVE_S = 2.0  # how long an idle connection to the server is kept for the next reply
 
 
 class RemoteEngine:
@@ -196,9 +197,13 @@ class RemoteEngine:
         )
 
     def _http(self) -> httpx.AsyncClient:
-        """One connection pool for every reply (made in the event loop); no read timeout: a queued reply waits."""
+        """One connection pool for every reply (made in the event loop); no read timeout: a queued reply waits.
+        An idle connection is dropped after 2 s, well before `vllm serve` drops it (5 s, uvicorn's keep-alive):
+        at httpx's default of 5 s a reply sent on a connection the server was just closing failed with a
+        ReadError (seen with 32 chats opening at once on a busy machine)."""
         if self._client is None:
-            self._client = httpx.AsyncClient(headers=self._headers, limits=httpx.Limits(max_connections=None),
+            limits = httpx.Limits(max_connections=None, keepalive_expiry=KEEPALIVE_S)
+            self._client = httpx.AsyncClient(headers=self._headers, limits=limits,
                                              timeout=httpx.Timeout(CONNECT_TIMEOUT_S, read=None))
         return self._client
 
