@@ -12,13 +12,11 @@ bench/results/peers-<target>-<time>.json, .log and plots.
 """
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
 from bench.plot import plot
-from bench.run import RESULTS, device_name, run_config, versions
+from bench.run import RESULTS, run_suite
 from bench.table import table
 from engine.presets import BUILT_IN
 
@@ -73,13 +71,7 @@ def main() -> None:
         rows = [r for r in rows if r["name"] in args.only.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"peers-{args.target}-{time.strftime('%Y%m%d-%H%M%S')}"
-    results = []
-    with open(f"{stem}.log", "w") as log:
-        for row in rows:
-            results += run_config(row, str(Path(args.model).resolve()), args.timeout, log)
-    report = {"command": " ".join(["python", "-m", "bench.peers", *sys.argv[1:]]), "versions": versions(),
-              "device": device_name(), "model": args.model, "results": results}
-    Path(f"{stem}.json").write_text(json.dumps(report, indent=1))
+    report = run_suite("bench.peers", rows, args.model, stem, args.timeout)
     print(table(report, COLUMNS))
     for path in plot(report, stem):
         print("plot:", path)

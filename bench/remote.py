@@ -13,13 +13,11 @@ Results: bench/results/remote-<target>-<time>.json, .log and plots.
 """
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
 from bench.plot import plot
-from bench.run import RESULTS, device_name, run_config, versions
+from bench.run import RESULTS, run_suite
 from bench.table import table
 
 # Enough sequences for 32 chats at once; a small model so the CPU streams fast enough to load the path per token.
@@ -78,15 +76,9 @@ def main() -> None:
         rows = [r for r in rows if r["name"] in args.only.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"remote-{args.target}-{time.strftime('%Y%m%d-%H%M%S')}"
-    results = []
-    with open(f"{stem}.log", "w") as log:
-        for row in rows:
-            results += run_config(row, str(Path(model).resolve()), args.timeout, log)
-    report = {"command": " ".join(["python", "-m", "bench.remote", *sys.argv[1:]]), "versions": versions(),
-              "device": device_name(), "model": model, "results": results}
-    Path(f"{stem}.json").write_text(json.dumps(report, indent=1))
+    report = run_suite("bench.remote", rows, model, stem, args.timeout)
     print(table(report, COLUMNS))
-    print("\n".join(shares(results)))
+    print("\n".join(shares(report["results"])))
     for path in plot(report, stem):
         print("plot:", path)
 

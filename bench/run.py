@@ -111,6 +111,19 @@ def run_config(config: dict, model: str, timeout_s: int, log) -> list[dict]:
     return rows
 
 
+def run_suite(module: str, rows: list[dict], model: str, stem: Path, timeout_s: int) -> dict:
+    """Each row in a process of its own, one after another; the report, also written to `stem`.json (and the
+    rows' logs to `stem`.log). `module`: the suite's, for the command line kept in the report."""
+    results = []
+    with open(f"{stem}.log", "w") as log:
+        for row in rows:
+            results += run_config(row, str(Path(model).resolve()), timeout_s, log)
+    report = {"command": " ".join(["python", "-m", module, *sys.argv[1:]]), "versions": versions(),
+              "device": device_name(), "model": model, "results": results}
+    Path(f"{stem}.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", choices=["cpu", "gpu", "gpu2"], required=True)
