@@ -15,7 +15,7 @@ from test_engine import collect
 
 from engine import int8_weights, startup
 from engine.engine import ChatEngine
-from engine.errors import PresetSwitchError
+from engine.errors import EngineStartError, PresetSwitchError
 from engine.settings import Sampling, load_settings
 
 HELLO = [{"role": "user", "content": "Hello, who are you?"}]
@@ -59,8 +59,12 @@ def test_the_copy_is_written_once_and_again_when_its_source_changes(tiny_model, 
     assert (copy / "model.safetensors").stat().st_mtime_ns != written, "a changed source is converted again"
 
 
-async def test_an_8_bit_engine_starts_answers_and_refuses_what_the_processor_cannot_run(tiny_model, cache,
-                                                                                         monkeypatch):
+CAN_RUN_INT8 = bool(startup.INT8_CPU_FLAGS & startup.cpu_flags())
+
+
+@pytest.mark.skipif(not CAN_RUN_INT8, reason="int8 weights need AVX-512 VNNI or AMX, which this processor lacks "
+                                             "(the refusal is tested below)")
+async def test_an_8_bit_engine_starts_and_answers(tiny_model, cache):
     settings = load_settings(model=str(tiny_model), preset="custom",
                              custom_preset={**TEST_PRESET, "weights_8bit": True})
     engine = ChatEngine(settings)
@@ -70,8 +74,24 @@ async def test_an_8_bit_engine_starts_answers_and_refuses_what_the_processor_can
         assert "8-bit weights" in engine.status().purpose
         deltas, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=24, ignore_eos=True)))
         assert stats.generated_tokens == 24 and "".join(deltas).strip()
+    finally:
+        engine.shutdown()
 
+
+async def test_a_processor_without_8_bits_is_refused_before_the_running_engine_stops(tiny_model, cache,
+                                                                                     monkeypatch):
+    """On a processor without VNNI or AMX (this one, or one that says so): a start on int8 weights is refused
+    with the reason, and a switch to `cpu-8bit` leaves the running bf16 engine as it was."""
+    if CAN_RUN_INT8:
         monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2", "avx512f"})
+    eight_bit = ChatEngine(load_settings(model=str(tiny_model), preset="custom",
+                                         custom_preset={**TEST_PRESET, "weights_8bit": True}))
+    with pytest.raises(EngineStartError, match="AVX-512 VNNI"):
+        await eight_bit.ensure_started()
+    assert not eight_bit.ready and not eight_bit._engine_pids
+    engine = ChatEngine(load_settings(model=str(tiny_model), preset="custom", custom_preset=TEST_PRESET))
+    try:
+        await engine.ensure_started()
         running = set(engine._engine_pids)
         with pytest.raises(PresetSwitchError, match="AVX-512 VNNI"):
             await engine.switch_preset("cpu-8bit")
