@@ -36,29 +36,29 @@ def configs(target: str) -> list[dict]:
     preset = {"preset": "custom", "custom": CPU_PRESET} if target == "cpu" else {"preset": "4gb"}
     rows = []
     for label, flags in KNOBS.items():
+        alone = f"vllm serve alone{label}"
         rows += [
-            {**preset, "kind": "serve", "name": f"vllm serve alone{label}", "serve_flags": flags, "chat": True},
-            {**preset, "kind": "app", "name": f"through 1 app process{label}", "remote": True, "serve_flags": flags},
+            {**preset, "kind": "serve", "name": alone, "serve_flags": flags, "chat": True},
+            {**preset, "kind": "app", "name": f"through 1 app process{label}", "remote": True, "serve_flags": flags,
+             "alone": alone},
             {**preset, "kind": "app", "name": f"through 2 app processes{label}", "remote": True,
-             "serve_flags": flags, "app_processes": 2},
+             "serve_flags": flags, "app_processes": 2, "alone": alone},
         ]
     return [{**row, "suite": "peers"} for row in rows]
 
 
-def shares(results: list[dict]) -> list[str]:
-    """Each app row's 32-chat rate and p95 TTFT against the server alone with the same flags."""
+def shares(rows: list[dict], results: list[dict]) -> list[str]:
+    """Each app row's 32-chat rate and p95 TTFT against its server alone (`alone`: the same flags)."""
     value = {(r["config"], r["metric"]): r["value"] for r in results if isinstance(r.get("value"), (int, float))}
     lines = []
-    for label in KNOBS:
-        alone = f"vllm serve alone{label}"
-        for processes in (1, 2):
-            row = f"through {processes} app process{'es' if processes > 1 else ''}{label}"
-            try:
-                rate = value[(row, "tok_s_at_32")] / value[(alone, "tok_s_at_32")]
-                wait = value[(row, "ttft_at_32_p95_ms")] / value[(alone, "ttft_at_32_p95_ms")]
-            except (KeyError, ZeroDivisionError):
-                continue
-            lines.append(f"{row}: {rate:.0%} of the server's 32-chat rate, p95 TTFT {wait:.2f}x the server's")
+    for row in (r for r in rows if "alone" in r):
+        name, alone = row["name"], row["alone"]
+        try:
+            rate = value[(name, "tok_s_at_32")] / value[(alone, "tok_s_at_32")]
+            wait = value[(name, "ttft_at_32_p95_ms")] / value[(alone, "ttft_at_32_p95_ms")]
+        except (KeyError, ZeroDivisionError):
+            continue
+        lines.append(f"{name}: {rate:.0%} of the server's 32-chat rate, p95 TTFT {wait:.2f}x the server's")
     return lines
 
 
@@ -78,7 +78,7 @@ def main() -> None:
     stem = args.out / f"remote-{args.target}-{time.strftime('%Y%m%d-%H%M%S')}"
     report = run_suite("bench.remote", rows, model, stem, args.timeout)
     print(table(report, COLUMNS))
-    print("\n".join(shares(report["results"])))
+    print("\n".join(shares(rows, report["results"])))
     for path in plot(report, stem):
         print("plot:", path)
 

@@ -51,7 +51,7 @@ def cost_line_style(browser):
 
 def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser, tmp_path):
     from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
-                                            TimeoutException, WebDriverException)
+                                            WebDriverException)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
@@ -134,7 +134,7 @@ def test_a_file_attached_with_the_paperclip_is_answered_with_it_in_the_prompt(ap
     import re
 
     from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
-                                            TimeoutException, WebDriverException)
+                                            WebDriverException)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ready
