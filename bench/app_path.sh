@@ -2,7 +2,7 @@
 # The whole app path beside our engine layer on the GPU, and where the chat server's time goes:
 #   bash bench/app_path.sh MODEL RESULTS [BEFORE_TREE]
 # runs `bench.run` for `ours:4gb` and `app path:4gb`, then `bench.profile_app` (py-spy, 32 chats). With
-# BEFORE_TREE (another checkout of the app, carrying this bench/ and tests/), its app path and profile too,
+# BEFORE_TREE (another checkout of the app, carrying this bench/ and harness/), its app path and profile too,
 # in the same run. Started detached by `bash bench/gpu.sh app [BEFORE_TREE]`.
 set -u
 model=$(realpath "$1"); results=$2; before=${3:-}

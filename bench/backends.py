@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import random
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -175,7 +174,7 @@ class AppPath(Backend):
         self.servers, self.engine_server, self.opened = servers, engine_server, 0
 
     async def open_chat(self, max_tokens: int):
-        from chat_client import ChatClient
+        from harness.chat_client import ChatClient
 
         server, self.opened = self.servers[self.opened % len(self.servers)], self.opened + 1
         client = await ChatClient(server.url).connect()
@@ -183,7 +182,7 @@ class AppPath(Backend):
         return client
 
     async def ask(self, client, text: str) -> Result:
-        from test_app import stats_of
+        from harness.replies import stats_of
 
         began = time.monotonic()
         reply = await client.ask(text)
@@ -357,8 +356,7 @@ def _peer(config: dict, prepared: dict) -> OpenAICompletions:
         preset = presets.lookup(config["preset"])  # as many slots, as long each, as the preset's engine has
         server = LlamaServer(prepared["gguf"], folder / "llama.log", preset.max_num_seqs, preset.max_model_len)
     else:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from vllm_server import VllmServer
+        from harness.vllm_server import VllmServer
 
         on_gpu = hardware.gpu() is not None
         if config.get("preset"):  # the engine a preset would give the app, as the remote path's server
@@ -408,15 +406,14 @@ async def _server(config: dict):
 
     from transformers import AutoTokenizer
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from server import ChainlitServer
+    from harness.server import ChainlitServer
 
     folder = Path(tempfile.mkdtemp())
     env, remote = {"CHAT_MODEL": config["model"], "CHAT_PRESET": config["preset"]}, None
     if config.get("custom"):
         env["CHAT_CUSTOM_PRESET"] = json.dumps(config["custom"])
     if config.get("remote"):  # the app as a client of a `vllm serve` process with the preset's arguments
-        from vllm_server import VllmServer
+        from harness.vllm_server import VllmServer
 
         engine_args = await asyncio.to_thread(_preset_args, config)
         remote = await asyncio.to_thread(VllmServer(config["model"], folder / "serve.log",

@@ -5,14 +5,13 @@ evenly among its slots. It serves the OpenAI API at `url`; /v1/completions takes
 """
 
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
+from harness.server import free_port, stop_process_group
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from server import free_port, stop_process_group  # noqa: E402
 
 
 def llama_cpp_home() -> str:

@@ -13,13 +13,11 @@ import asyncio
 import collections
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 LIBRARIES = ("chainlit", "socketio", "engineio", "uvicorn", "websockets", "wsproto", "h11", "starlette",
              "vllm", "transformers", "tokenizers", "asyncio", "uvloop", "app.py", "engine/", "ui/")
 
@@ -49,7 +47,7 @@ def summarize(raw: Path, top: int = 20) -> dict:
 
 async def load(url: str, chats: int, seconds: float, max_tokens: int) -> dict:
     """Keep `chats` chats asking, one message after another, for `seconds`; count what arrives."""
-    from chat_client import ChatClient
+    from harness.chat_client import ChatClient
 
     clients = [await ChatClient(url).connect() for _ in range(chats)]
     await asyncio.gather(*(c.change_settings({"max_tokens": max_tokens}) for c in clients))
@@ -81,7 +79,7 @@ async def main() -> None:
     args = parser.parse_args()
 
     import psutil
-    from server import ChainlitServer
+    from harness.server import ChainlitServer
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 RESULTS = ROOT / "bench" / "results"
 # 32 sequences on the CPU, so that 32 chats stream together rather than half of them queue
 CPU_32 = {"name": "custom", "purpose": "bench", "device": "cpu", "kv_cache_gib": 1.0, "max_model_len": 4096,
@@ -104,7 +103,7 @@ def browser_reply(browser, url: str, question: str) -> dict:
 
 
 async def measure(url: str, chats: int, browser, max_tokens: int) -> dict:
-    from chat_client import ChatClient
+    from harness.chat_client import ChatClient
 
     others = [await ChatClient(url).connect() for _ in range(chats - 1)]
     await asyncio.gather(*(c.change_settings({"max_tokens": max_tokens}) for c in others))
@@ -159,7 +158,7 @@ async def main() -> None:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
 
-    from server import ChainlitServer
+    from harness.server import ChainlitServer
 
     preset = {"CHAT_PRESET": "custom", "CHAT_CUSTOM_PRESET": json.dumps(CPU_32)} if args.preset == "cpu-32" \
         else {"CHAT_PRESET": args.preset}
@@ -168,7 +167,7 @@ async def main() -> None:
     browser = await asyncio.to_thread(open_browser)
     rows = []
     try:
-        from chat_client import ChatClient
+        from harness.chat_client import ChatClient
 
         first = await ChatClient(server.url).connect()
         await first.ask("Start the engine.", timeout=600)

@@ -15,13 +15,11 @@ import argparse
 import json
 import multiprocessing
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 SECONDS = 40
 
 
@@ -67,7 +65,7 @@ def grown(before: dict) -> dict:
 def stream_gaps(model: str, nice: int, watchers: list) -> dict:
     """Start a real `vllm serve`, then the watchers, then stream one completion: its longest gap between pieces."""
     import httpx
-    from vllm_server import VllmServer
+    from harness.vllm_server import VllmServer
 
     server = VllmServer(model, Path(tempfile.mkdtemp()) / "vllm.log")
     if nice:

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 # Lines worth a row even without a silence after them: what vLLM and the app say at each stage of a start.
 MILESTONES = ("Your app is available", "Initializing a V1 LLM engine", "Loading weights took", "Model loading took",
               "torch.compile", "Graph capturing finished", "init engine", "KV cache", "engine ready",
@@ -87,8 +86,8 @@ async def answer(client, timeout: float = 600):
 
 async def one_start(model: str, preset: str, folder: Path, out: Path, run: int, profile: bool,
                     tree: Path = ROOT) -> dict:
-    from chat_client import ChatClient
-    from server import ChainlitServer
+    from harness.chat_client import ChatClient
+    from harness.server import ChainlitServer
 
     log = folder / "chainlit.log"
     began = time.monotonic()

@@ -23,10 +23,10 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))  # run as a script: the repository root holds the harness
 
-from chat_client import ChatClient  # noqa: E402
-from server import ChainlitServer  # noqa: E402
+from harness.chat_client import ChatClient  # noqa: E402
+from harness.server import ChainlitServer  # noqa: E402
 
 STATS = re.compile(r"first token (\d+) ms.*?(\d+) prompt \+ (\d+) reply tokens")
 

@@ -8,21 +8,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.presets import APP_PRESET, TEST_PRESET
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-# Small enough that trimming is cheap to trigger, big enough for 8 streams at once.
-TEST_PRESET = {"name": "custom", "purpose": "tests", "device": "cpu",
-               "kv_cache_gib": 0.25, "max_model_len": 2048, "max_num_seqs": 8,
-               "max_num_batched_tokens": 2048, "cuda_graphs": False}
-# The app server's: replies of up to 8,192 tokens (~30 s on the CPU), so that a test that acts in the middle of a
-# reply (Stop, killing the engine) still finds it running when the test client was not scheduled for seconds,
-# as happens on a machine busy with other work.
-APP_PRESET = {**TEST_PRESET, "max_model_len": 10240}
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +47,7 @@ async def engine(engine_env):
 @pytest.fixture(scope="session")
 def app_server(engine_env, tmp_path_factory):
     """A real `chainlit run app.py` on a free loopback port, serving the tiny model."""
-    from server import ChainlitServer
+    from harness.server import ChainlitServer
 
     log = tmp_path_factory.mktemp("server") / "chainlit.log"
     server = ChainlitServer({**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)}, log).start()

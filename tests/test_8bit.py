@@ -9,9 +9,9 @@ import json
 import os
 
 import pytest
-from conftest import TEST_PRESET
+from harness.presets import TEST_PRESET
 from safetensors import safe_open
-from test_engine import collect
+from harness.replies import collect
 
 from engine import int8_weights, startup
 from engine.engine import ChatEngine

@@ -10,7 +10,7 @@ from engine import presets
 from engine.api_gate import COMPLETIONS_PATH, ApiGate, Cost, _request_models, planned_preset, request_cost
 from engine.engine import ChatEngine
 from engine.settings import load_settings
-from conftest import TEST_PRESET
+from harness.presets import TEST_PRESET
 
 MESSAGES = [{"role": "user", "content": "Hi"}]
 

@@ -6,13 +6,8 @@ import re
 import httpx
 import pytest
 
-from chat_client import ChatClient
-
-
-def stats_of(text: str) -> dict[str, int]:
-    match = re.search(r"(\d+) prompt \+ (\d+) reply tokens · (\d+) cached", text)
-    assert match, f"no stats line in {text[-300:]!r}"
-    return dict(zip(("prompt", "reply", "cached"), map(int, match.groups())))
+from harness.chat_client import ChatClient
+from harness.replies import nothing_running, stats_of, stop_a_long_reply
 
 
 @pytest.fixture
@@ -44,42 +39,6 @@ async def test_first_chat_starts_the_engine_with_progress_and_the_reply_streams(
     seconds = stats["reply"] / float(re.search(r"(\d+) tok/s", reply.content).group(1))
     assert len(reply.tokens) <= seconds / 0.04 + 3, "tokens should be batched, not one socket event each"
     assert "tok/s" in reply.content and "first token" in reply.content
-
-
-async def nothing_running(client, tries: int = 5) -> None:
-    """The status panel shows no request running or queued (its gauges follow the engine's next stats)."""
-    for _ in range(tries):
-        status = await client.ask("/status")
-        if "| Requests running / queued | 0 / 0 |" in status.content:
-            return
-        await asyncio.sleep(1)
-    pytest.fail(f"requests still running after Stop: {status.content}")
-
-
-async def stop_a_long_reply(client, start, attempts: int = 3):
-    """Start a long reply with `start()` and press Stop once it streams; the reply as the server left it, which
-    must begin with the text shown before Stop (the random test model's first token may be a space alone).
-
-    On a busy machine the test client can go unscheduled for seconds (measured: up to 9 s under two CPU
-    hogs while it used 0.02 s of CPU) and see the first token only after the server sent the whole reply:
-    Stop then comes too late to prove anything, and the test tries again. Replies of 8,192 tokens make
-    that rare; a Stop that does not work fails every try.
-    """
-    for _ in range(attempts):
-        before = {m.id for m in client.replies()}
-        await start()
-        reply = await client.streaming_reply(before)
-        seen = reply.content
-        await client.stop()
-        await client.wait_idle()
-        if "*Stopped.*" in reply.content:
-            assert reply.content.startswith(seen), f"the text shown before Stop must stay: {seen!r} -> {reply.content!r}"
-            shown = reply.content
-            await asyncio.sleep(0.5)
-            assert reply.content == shown, "no text may arrive after the stopped reply"
-            return reply
-        assert "reply tokens" in reply.content, "a reply that was not stopped must have run to its end"
-    pytest.fail(f"Stop ended none of {attempts} long replies")
 
 
 async def test_stop_ends_the_reply_in_the_engine_and_keeps_the_partial_text(client):

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from chat_client import ChatClient
-from conftest import APP_PRESET
-from server import ChainlitServer
-from test_app import stats_of
+from harness.chat_client import ChatClient
+from harness.presets import APP_PRESET
+from harness.server import ChainlitServer
+from harness.replies import stats_of
 
 CONTEXT = APP_PRESET["max_model_len"]
 REPLY_TOKENS = 16

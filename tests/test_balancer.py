@@ -14,15 +14,14 @@ import time
 import httpx
 import pytest
 
-from chat_client import ChatClient, SignInRefused
-from nginx import NginxProxy, nginx_bin
-from postgres import PostgresServer, postgres_bin
-from server import ChainlitServer
-from test_app import stats_of, stop_a_long_reply
-from test_history import CUT_OFF, SECRET, add_user, step_texts
-from test_remote_engine import running_on
+from harness.chat_client import ChatClient, SignInRefused
+from harness.nginx import NginxProxy, nginx_bin
+from harness.postgres import PostgresServer, postgres_bin
+from harness.server import ChainlitServer
+from harness.replies import stats_of, stop_a_long_reply
+from harness.stored import CUT_OFF, SECRET, add_user, step_texts
 from ui.sessions import CUT_OFF_NOTICE
-from vllm_server import VllmServer
+from harness.vllm_server import VllmServer, running_on
 
 pytestmark = pytest.mark.skipif(nginx_bin() is None or postgres_bin() is None,
                                 reason="needs Debian's nginx and postgresql (scripts/setup.sh --dev installs them)")

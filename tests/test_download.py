@@ -13,10 +13,10 @@ import re
 import httpx
 import pytest
 
-from chat_client import ChatClient
-from conftest import APP_PRESET, TEST_PRESET
-from hub_mirror import HubMirror
-from server import ChainlitServer
+from harness.chat_client import ChatClient
+from harness.presets import APP_PRESET, TEST_PRESET
+from harness.hub_mirror import HubMirror
+from harness.server import ChainlitServer
 
 REPO = "mirror-org/tiny-ernie"
 PERCENT = re.compile(r"Downloading mirror-org/tiny-ernie: [\d,.]+ of [\d,.]+ kB \((\d+)%\)")

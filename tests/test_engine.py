@@ -19,20 +19,11 @@ from engine.engine import Stats
 from engine.errors import (ChatError, ContextTooLongError, DamagedModelError, OutOfMemoryError, PresetSwitchError,
                            UnknownPresetError)
 from engine.settings import Sampling
+from harness.replies import collect
 
 ROOT = Path(__file__).resolve().parent.parent
 
 HELLO = [{"role": "user", "content": "Hello, who are you?"}]
-
-
-async def collect(stream):
-    deltas, stats = [], None
-    async for item in stream:
-        if isinstance(item, Stats):
-            stats = item
-        else:
-            deltas.append(item)
-    return deltas, stats
 
 
 async def test_reply_streams_in_several_deltas_with_plausible_stats(engine):
@@ -113,7 +104,7 @@ async def test_eight_concurrent_streams_all_complete(engine):
 
 async def test_a_presets_stream_interval_has_the_engine_hand_on_text_in_steps_of_that_many_tokens(tiny_model):
     """The GPU presets' `stream_interval` (8): vLLM wakes the server once per 8 tokens of a reply, not per token."""
-    from conftest import TEST_PRESET
+    from harness.presets import TEST_PRESET
     from engine.engine import ChatEngine
     from engine.settings import load_settings
 
@@ -306,7 +297,7 @@ async def test_a_hub_model_that_cannot_be_had_fails_at_once_and_is_remembered_un
 
 async def start_failure(model, **preset_fields):
     """Start an engine that must fail; the error it raised."""
-    from conftest import TEST_PRESET
+    from harness.presets import TEST_PRESET
     from engine.engine import ChatEngine
     from engine.settings import load_settings
 

@@ -9,16 +9,13 @@ import time
 
 import pytest
 
-from chat_client import ChatClient
-from conftest import APP_PRESET
-from server import ChainlitServer
-from test_app import stats_of
+from harness.chat_client import ChatClient
+from harness.presets import APP_PRESET
+from harness.server import ChainlitServer
+from harness.replies import ask, stats_of
 
 TRIES = 20
 DEFAULT_MAX_TOKENS = 64
-ERROR = re.compile(r"Something went wrong|object is not|Traceback")  # what a failing hook shows
-
-
 @pytest.fixture(scope="module")
 def fresh_server(engine_env, tmp_path_factory):
     folder = tmp_path_factory.mktemp("first-message")
@@ -26,21 +23,6 @@ def fresh_server(engine_env, tmp_path_factory):
     server = ChainlitServer(env, folder / "chainlit.log").start()
     yield server
     assert server.stop() == 0, f"the server did not exit cleanly; see {folder / 'chainlit.log'}"
-
-
-async def ask(chat: ChatClient, text: str, timeout: float = 300) -> str:
-    """Send `text`; its reply once whole (its cost line shown). Fails on an error message or after `timeout`."""
-    before = set(chat.messages)
-    await chat.send(text)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for shown in chat.messages.values():
-            assert shown.author == "ERNIE Chat" or not ERROR.search(shown.content), shown.content
-        done = [m.content for m in chat.replies("ERNIE Chat") if m.id not in before and "reply tokens" in m.content]
-        if done:
-            return done[-1]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no reply within {timeout:.0f} s; the chat shows {chat.all_text()[-500:]!r}")
 
 
 async def test_a_message_sent_as_the_chat_opens_is_answered_every_time(fresh_server):

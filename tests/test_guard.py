@@ -12,10 +12,10 @@ import httpx
 import pytest
 from openai import AsyncOpenAI
 
-from chat_client import ChatClient, SignInRefused
-from conftest import APP_PRESET
-from nginx import NginxProxy, nginx_bin
-from server import ROOT, ChainlitServer
+from harness.chat_client import ChatClient, SignInRefused
+from harness.presets import APP_PRESET
+from harness.nginx import NginxProxy, nginx_bin
+from harness.server import ROOT, ChainlitServer
 from ui.guard import MAX_FAILURES, FailedSignIns, host_name
 from ui.port import is_loopback
 

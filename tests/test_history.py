@@ -16,21 +16,12 @@ import psutil
 import pytest
 import socketio
 
-from chat_client import ChatClient, SignInRefused
-from conftest import APP_PRESET
-from postgres import PostgresServer, postgres_bin
-from server import ROOT, ChainlitServer
-from test_app import stats_of
-
-CUT_OFF = "*Cut off: the server stopped while this reply was being written.*"
-SECRET = {"CHAINLIT_AUTH_SECRET": "a-test-secret-for-the-sign-in-tokens-" + "s" * 20}
-
-
-def step_texts(thread: dict) -> list[tuple[str, str]]:
-    """(type, text) of the user's messages and the replies in a stored thread, in order."""
-    return [(step["type"], step["output"]) for step in thread["steps"]
-            if step["type"] == "user_message" or step.get("name") == "ERNIE Chat"]
-
+from harness.chat_client import ChatClient, SignInRefused
+from harness.presets import APP_PRESET
+from harness.postgres import PostgresServer, postgres_bin
+from harness.server import ROOT, ChainlitServer
+from harness.replies import stats_of
+from harness.stored import CUT_OFF, SECRET, add_user, step_texts, stored_steps
 
 async def listed_threads(url: str, token_client: ChatClient) -> list[str]:
     """The names the history sidebar lists for the signed-in user (Chainlit's own endpoint)."""
@@ -39,14 +30,6 @@ async def listed_threads(url: str, token_client: ChatClient) -> list[str]:
         response = await http.post("/project/threads", json={"pagination": {"first": 20}, "filter": {}})
     assert response.status_code == 200, response.text
     return [thread["name"] for thread in response.json()["data"]]
-
-
-def stored_steps(database, thread_id: str) -> list[str]:
-    """The outputs of a thread's messages as the SQLite file holds them now."""
-    with sqlite3.connect(database) as db:
-        return [output for (output,) in db.execute(
-            'SELECT output FROM steps WHERE "threadId" = ? AND type IN (\'user_message\', \'assistant_message\')',
-            (thread_id,))]
 
 
 async def test_a_chat_survives_a_restart_and_a_reply_cut_by_kill_9_keeps_what_was_shown(engine_env, tmp_path):
@@ -169,13 +152,6 @@ async def test_a_full_disk_is_said_once_and_the_chat_goes_on(engine_env, small_d
         await chat.close()
     finally:
         assert server.stop() == 0
-
-
-def add_user(env: dict, name: str, password: str) -> str:
-    done = subprocess.run([sys.executable, "scripts/add_user.py", name, "--password-stdin"], cwd=ROOT,
-                          input=password + "\n", env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 @pytest.mark.skipif(postgres_bin() is None, reason="needs Debian's postgresql (scripts/setup.sh --dev installs it)")

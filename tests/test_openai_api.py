@@ -7,9 +7,9 @@ import httpx
 import openai
 import pytest
 
-from chat_client import ChatClient
-from server import ChainlitServer
-from test_app import nothing_running, stats_of
+from harness.chat_client import ChatClient
+from harness.server import ChainlitServer
+from harness.replies import nothing_running, stats_of
 
 LONG_TEXT = " ".join(f"Paragraph {i}: the quick brown fox jumps over the lazy dog near the river bank." for i in range(60))
 

@@ -15,9 +15,9 @@ import time
 import psutil
 import pytest
 
-from chat_client import ChatClient
-from server import ROOT, ChainlitServer
-from test_app import stats_of
+from harness.chat_client import ChatClient
+from harness.server import ROOT, ChainlitServer
+from harness.replies import stats_of
 
 
 def engine_core(server: ChainlitServer) -> psutil.Process:

@@ -8,10 +8,10 @@ import httpx
 import psutil
 import pytest
 
-from chat_client import ChatClient
-from server import ChainlitServer
-from test_app import stats_of, stop_a_long_reply
-from vllm_server import VllmServer
+from harness.chat_client import ChatClient
+from harness.server import ChainlitServer
+from harness.replies import stats_of, stop_a_long_reply
+from harness.vllm_server import VllmServer, running_on
 from engine.remote import read_gauges
 
 
@@ -35,10 +35,6 @@ async def chat(remote_app):
     client = await ChatClient(remote_app.url).connect()
     yield client
     await client.close()
-
-
-def running_on(server: VllmServer) -> float:
-    return read_gauges(server.metrics()).get("vllm:num_requests_running", 0)
 
 
 def engine_cpu_s(server: VllmServer) -> float:

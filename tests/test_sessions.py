@@ -10,12 +10,11 @@ from pathlib import Path
 
 import httpx
 
-from chat_client import ChatClient
-from conftest import APP_PRESET
-from server import ChainlitServer
-from test_app import stats_of
-from test_first_message import ask
-from test_history import stored_steps
+from harness.chat_client import ChatClient
+from harness.presets import APP_PRESET
+from harness.server import ChainlitServer
+from harness.replies import ask, stats_of
+from harness.stored import stored_steps
 from ui.sessions import DELETED_NOTICE
 
 

@@ -9,7 +9,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from server import free_port, stop_process_group
+from harness.server import free_port, stop_process_group
 
 
 class VllmServer:
@@ -67,3 +67,10 @@ def cli_args(engine_args: dict) -> list[str]:
         else:
             flags += [flag, json.dumps(value) if isinstance(value, dict) else str(value)]
     return flags
+
+
+def running_on(server: VllmServer) -> float:
+    """How many requests the server is generating now (its `vllm:num_requests_running` gauge)."""
+    from engine.remote import read_gauges
+
+    return read_gauges(server.metrics()).get("vllm:num_requests_running", 0)

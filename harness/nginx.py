@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from server import free_port
+from harness.server import free_port
 
 CONFIG = """
 {user}

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from server import free_port
+from harness.server import free_port
 
 
 def postgres_bin() -> Path | None:
