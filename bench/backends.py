@@ -142,8 +142,8 @@ class HfGenerate(Backend):
         clock, began = FirstTokenClock(), time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_tokens,
-                                      min_new_tokens=max_tokens, do_sample=False, streamer=clock if len(rows) == 1 else None,
-                                      pad_token_id=pad)
+                                      min_new_tokens=max_tokens, do_sample=False,
+                                      streamer=clock if len(rows) == 1 else None, pad_token_id=pad)
         if self.device == "cuda":
             torch.cuda.synchronize()
         total = time.perf_counter() - began

@@ -135,7 +135,8 @@ def parse_level(spec: str) -> tuple[str, str, str]:
 
 
 def table(records: list[dict]) -> str:
-    lines = ["| free GiB | preset | dtype | started | start s | footprint GiB | peak GiB | left at peak | served | error |",
+    lines = ["| free GiB | preset | dtype | started | start s | footprint GiB | peak GiB | left at peak | served "
+             "| error |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         cells = [r.get("free_gib", r["level"]), r.get("preset", "–"), r.get("dtype", "auto"), r["started"],

@@ -25,7 +25,8 @@ class LlamaServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log_path = log_path
-        self.command = [f"{llama_cpp_home()}/bin/llama-server", "-m", str(gguf), "--host", "127.0.0.1", "--port", str(self.port),
+        self.command = [f"{llama_cpp_home()}/bin/llama-server", "-m", str(gguf),
+                        "--host", "127.0.0.1", "--port", str(self.port),
                         "--parallel", str(parallel), "--ctx-size", str(parallel * ctx_per_slot), "--cont-batching",
                         "--n-gpu-layers", "999",  # every layer on the GPU of a CUDA build; a CPU build ignores it
                         *(["--threads", str(threads)] if threads else [])]

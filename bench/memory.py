@@ -62,5 +62,6 @@ class MemoryWatch:
     def left_after_close_mib(self) -> float:
         """What is still held once the engine is gone (GPU: waits up to 30 s for it to come back)."""
         if self.gpu:
-            return hardware.wait_gpu_memory_back(self.baseline, timeout_s=15, slack_bytes=2 * hardware.MIB) / hardware.MIB
+            back = hardware.wait_gpu_memory_back(self.baseline, timeout_s=15, slack_bytes=2 * hardware.MIB)
+            return back / hardware.MIB
         return hardware.memory_bytes(list(hardware.child_pids())) / hardware.MIB

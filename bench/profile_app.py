@@ -40,7 +40,10 @@ def summarize(raw: Path, top: int = 20) -> dict:
         for frame in set(frames):
             inclusive[frame] += count
         by_library[library_of(frames[-1])] += count
-    share = lambda counter: [(name, round(100 * n / max(total, 1), 1)) for name, n in counter.most_common(top)]
+
+    def share(counter):
+        return [(name, round(100 * n / max(total, 1), 1)) for name, n in counter.most_common(top)]
+
     return {"samples": total, "own_pct": share(own), "inclusive_pct": share(inclusive),
             "own_by_library_pct": share(by_library)}
 

@@ -98,7 +98,8 @@ def main() -> None:
     watchers = [multiprocessing.Process(target=watch, args=(cpu, results, SECONDS)) for cpu in (0, 1, None)]
     if args.spinners:
         before = waits()
-        load = [multiprocessing.Process(target=spin, args=(cpu, busy, SECONDS)) for cpu, busy in ((0, False), (1, True))]
+        load = [multiprocessing.Process(target=spin, args=(cpu, busy, SECONDS))
+                for cpu, busy in ((0, False), (1, True))]
         for process in load + watchers:
             process.start()
         for process in load:

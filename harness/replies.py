@@ -65,7 +65,8 @@ async def stop_a_long_reply(client, start, attempts: int = 3):
         await client.stop()
         await client.wait_idle()
         if "*Stopped.*" in reply.content:
-            assert reply.content.startswith(seen), f"the text shown before Stop must stay: {seen!r} -> {reply.content!r}"
+            assert reply.content.startswith(seen), \
+                f"the text shown before Stop must stay: {seen!r} -> {reply.content!r}"
             shown = reply.content
             await asyncio.sleep(0.5)
             assert reply.content == shown, "no text may arrive after the stopped reply"

@@ -59,7 +59,8 @@ async def user(url: str, deadline: float, tally: Tally, rng: random.Random) -> N
 async def one_turn(chat: ChatClient, tally: Tally, rng: random.Random) -> None:
     roll = rng.random()
     if roll < 0.15:
-        await chat.change_settings({"temperature": rng.choice([0, 0.7, 1.2, 9]), "max_tokens": rng.choice([16, 64, 256])})
+        await chat.change_settings({"temperature": rng.choice([0, 0.7, 1.2, 9]),
+                                    "max_tokens": rng.choice([16, 64, 256])})
         return
     text = " ".join(rng.choice(["hello", "memory", "你好", "GPU", "🙂", "code"]) for _ in range(rng.randint(1, 300)))
     before = set(chat.messages)

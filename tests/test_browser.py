@@ -40,7 +40,8 @@ def cost_line_style(browser):
     from selenium.webdriver.common.by import By
 
     try:
-        cost = browser.find_element(By.XPATH, "(//span[contains(@class, 'italic')]/code[contains(., 'reply tokens')])[last()]")
+        cost = browser.find_element(
+            By.XPATH, "(//span[contains(@class, 'italic')]/code[contains(., 'reply tokens')])[last()]")
         paragraph = cost.find_element(By.XPATH, "../..")  # code < span.italic < the paragraph
         return (float(cost.value_of_css_property("font-size").removesuffix("px")),
                 float(paragraph.value_of_css_property("font-size").removesuffix("px")),

@@ -15,7 +15,6 @@ import psutil
 import pytest
 
 from engine import startup
-from engine.engine import Stats
 from engine.errors import (ChatError, ContextTooLongError, DamagedModelError, OutOfMemoryError, PresetSwitchError,
                            UnknownPresetError)
 from engine.settings import Sampling

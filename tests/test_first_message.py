@@ -2,10 +2,7 @@
 chat, a settings change. Each is answered (or applied), none dropped, whichever of Chainlit's hooks runs first.
 A real server started for this module, so the first tries meet it while it still imports vLLM."""
 
-import asyncio
 import json
-import re
-import time
 
 import pytest
 

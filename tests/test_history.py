@@ -8,7 +8,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 
 import httpx
@@ -19,7 +18,7 @@ import socketio
 from harness.chat_client import ChatClient, SignInRefused
 from harness.presets import APP_PRESET
 from harness.postgres import PostgresServer, postgres_bin
-from harness.server import ROOT, ChainlitServer
+from harness.server import ChainlitServer
 from harness.replies import stats_of
 from harness.stored import CUT_OFF, SECRET, add_user, step_texts, stored_steps
 
@@ -86,7 +85,8 @@ async def test_a_chat_survives_a_restart_and_a_reply_cut_by_kill_9_keeps_what_wa
         three = await resumed.ask("Go on")
         assert stats_of(three.content)["reply"] == 24
         earlier = stats_of(two.content)
-        assert stats_of(three.content)["prompt"] > earlier["prompt"] + earlier["reply"], "the old turns are in the prompt"
+        assert stats_of(three.content)["prompt"] > earlier["prompt"] + earlier["reply"], \
+            "the old turns are in the prompt"
         await resumed.close()
         # reopened again on this server: the old turns are still in the prefix cache
         again = await ChatClient(second.url, thread_id=chat.thread_id).connect()
@@ -186,7 +186,8 @@ async def test_two_app_processes_share_a_postgresql_history_and_each_user_sees_o
                 break
             await asyncio.sleep(0.5)
         on_two = await ChatClient(two, "alice", "alice-password", thread_id=alice.thread_id).connect()
-        assert step_texts(on_two.resumed) == [("user_message", "Hello from alice"), ("assistant_message", reply.content)]
+        assert step_texts(on_two.resumed) == [("user_message", "Hello from alice"),
+                                              ("assistant_message", reply.content)]
         assert await listed_threads(two, on_two) == ["Hello from alice"]
 
         bob = ChatClient(two, "bob", "bob-password")

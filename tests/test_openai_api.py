@@ -11,7 +11,8 @@ from harness.chat_client import ChatClient
 from harness.server import ChainlitServer
 from harness.replies import nothing_running, stats_of
 
-LONG_TEXT = " ".join(f"Paragraph {i}: the quick brown fox jumps over the lazy dog near the river bank." for i in range(60))
+LONG_TEXT = " ".join(f"Paragraph {i}: the quick brown fox jumps over the lazy dog near the river bank."
+                     for i in range(60))
 
 
 @pytest.fixture

@@ -234,7 +234,8 @@ async def test_an_unreachable_model_is_explained_once_per_message_and_the_app_st
         began = asyncio.get_running_loop().time()
         await chat.send("and now?")
         await chat.wait_idle(60)
-        assert asyncio.get_running_loop().time() - began < 30, "a remembered failure answers at once, not after a new start"
+        assert asyncio.get_running_loop().time() - began < 30, \
+            "a remembered failure answers at once, not after a new start"
         assert sum("❌" in m.content for m in chat.messages.values()) == 2, "each message is answered once"
         status = await chat.ask("/status")
         assert "| State | stopped |" in status.content

@@ -12,7 +12,6 @@ from harness.chat_client import ChatClient
 from harness.server import ChainlitServer
 from harness.replies import stats_of, stop_a_long_reply
 from harness.vllm_server import VllmServer, running_on
-from engine.remote import read_gauges
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +142,8 @@ async def test_a_server_killed_mid_reply_is_reported_and_the_app_recovers_when_i
         await asyncio.to_thread(vllm_server.start)
     else:
         pytest.fail("in 3 tries the server finished its whole reply before the test could kill it")
-    assert "cannot be used" in shown and "CHAT_ENGINE_URL" in shown, f"no error after a kill mid-reply: {shown[-300:]!r}"
+    assert "cannot be used" in shown and "CHAT_ENGINE_URL" in shown, \
+        f"no error after a kill mid-reply: {shown[-300:]!r}"
 
     began = time.monotonic()
     down = await chat.ask("Are you there?", timeout=120)

@@ -20,7 +20,8 @@ def model_is_cached(monkeypatch):
     monkeypatch.setattr(startup, "_needs_download", lambda model, cache_dir: False)
 
 
-def card(total_gib: float, used_gib: float, capability=(8, 9), driver="580.95.05", name="GeForce RTX") -> hardware.Device:
+def card(total_gib: float, used_gib: float, capability=(8, 9), driver="580.95.05",
+         name="GeForce RTX") -> hardware.Device:
     total = int(total_gib * GIB)
     return hardware.Device("cuda", name, total, total - int(used_gib * GIB), driver, capability)
 
@@ -58,10 +59,14 @@ def test_each_level_of_free_memory_gets_the_largest_preset_that_fits(free_gib, e
 
 def test_the_footprint_reproduces_what_was_measured_on_the_gpu():
     # Whole-device NVML peaks while serving (vLLM 0.26, ERNIE-0.3B shape), docs/benchmarks.md.
-    measured = [({"kv_cache_gib": 1.25, "max_model_len": 4096, "max_num_seqs": 32, "max_num_batched_tokens": 2048}, 2.95),
-                ({"kv_cache_gib": 2.0, "max_model_len": 8192, "max_num_seqs": 32, "max_num_batched_tokens": 4096}, 3.78),
-                ({"kv_cache_gib": 3.0, "max_model_len": 16384, "max_num_seqs": 64, "max_num_batched_tokens": 8192}, 5.02),
-                ({"kv_cache_gib": 0.5, "max_model_len": 4096, "max_num_seqs": 32, "max_num_batched_tokens": 2048}, 2.20)]
+    measured = [({"kv_cache_gib": 1.25, "max_model_len": 4096, "max_num_seqs": 32, "max_num_batched_tokens": 2048},
+                 2.95),
+                ({"kv_cache_gib": 2.0, "max_model_len": 8192, "max_num_seqs": 32, "max_num_batched_tokens": 4096},
+                 3.78),
+                ({"kv_cache_gib": 3.0, "max_model_len": 16384, "max_num_seqs": 64, "max_num_batched_tokens": 8192},
+                 5.02),
+                ({"kv_cache_gib": 0.5, "max_model_len": 4096, "max_num_seqs": 32, "max_num_batched_tokens": 2048},
+                 2.20)]
     for fields, peak_gib in measured:
         assert sizing.footprint(presets.Preset(**fields)).total / GIB == pytest.approx(peak_gib, abs=0.05)
 
@@ -210,7 +215,8 @@ ROOT_CAUSE = RuntimeError("Engine core initialization failed. See root cause abo
 @pytest.mark.parametrize("printed,kind,words", [
     ("(EngineCore_DP0 pid=4242) ValueError: Free memory on device cuda:0 (3.47/139.8 GiB) on startup is less "
      "than desired GPU memory utilization (0.0249, 3.48 GiB).", OutOfMemoryError, ["Free memory on device cuda:0"]),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.", OutOfMemoryError, ["CUDA out of memory"]),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.", OutOfMemoryError,
+     ["CUDA out of memory"]),
     ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", DamagedModelError,
      ["HeaderTooLarge", "Download it again"]),
     ("RuntimeError: The NVIDIA driver on your system is too old (found version 12040).", GpuDriverError, ["580"]),
