@@ -20,8 +20,8 @@ from sqlalchemy import text  # noqa: E402
 
 from engine.errors import SettingsError  # noqa: E402
 from engine.settings import load_settings  # noqa: E402
-from ui import history  # noqa: E402
-from ui.signin import LOGINS_TABLE, hash_password  # noqa: E402
+from history.schema import open_database, prepare, where  # noqa: E402
+from web.signin import hash_password  # noqa: E402
 
 MIN_PASSWORD = 8
 UPSERT = ('INSERT INTO chat_logins ("identifier", "hash") VALUES (:name, :hash) '
@@ -38,12 +38,12 @@ def read_password(from_stdin: bool) -> str:
 
 
 async def write(url: str, statement: str, values: dict) -> int:
-    engine = history.open_engine(url)
+    database = open_database(url)
     try:
-        async with engine.begin() as connection:
+        async with database.begin() as connection:
             return (await connection.execute(text(statement), values)).rowcount
     finally:
-        await engine.dispose()
+        await database.dispose()
 
 
 def main() -> None:
@@ -58,7 +58,7 @@ def main() -> None:
         settings = load_settings()
     except SettingsError as error:
         raise SystemExit(str(error))
-    url = history.prepare(settings, extra=[LOGINS_TABLE])
+    url = prepare(settings)
     if args.delete:
         removed = asyncio.run(write(url, 'DELETE FROM chat_logins WHERE "identifier" = :name', {"name": args.name}))
         print(f"Removed {args.name!r}." if removed else f"There is no user {args.name!r}; nothing was changed.")
@@ -67,7 +67,7 @@ def main() -> None:
     if len(password) < MIN_PASSWORD:
         raise SystemExit(f"The password must have at least {MIN_PASSWORD} characters; nothing was changed.")
     asyncio.run(write(url, UPSERT, {"name": args.name, "hash": hash_password(password)}))
-    print(f"{args.name!r} can sign in now ({history.where(settings)}).")
+    print(f"{args.name!r} can sign in now ({where(settings)}).")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from engine import presets
-from engine.api_gate import COMPLETIONS_PATH, ApiGate, Cost, _request_models, planned_preset, request_cost
+from api.gate import COMPLETIONS_PATH, ApiGate, Cost, _request_models, planned_preset, request_cost
 from engine.engine import ChatEngine
 from engine.settings import load_settings
 from harness.presets import TEST_PRESET

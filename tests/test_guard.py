@@ -16,8 +16,8 @@ from harness.chat_client import ChatClient, SignInRefused
 from harness.presets import APP_PRESET
 from harness.nginx import NginxProxy, nginx_bin
 from harness.server import ROOT, ChainlitServer
-from ui.guard import MAX_FAILURES, FailedSignIns, host_name
-from ui.port import is_loopback
+from web.guard import MAX_FAILURES, FailedSignIns, host_name
+from web.listen import is_loopback
 
 REBOUND = "rebind.attacker.example"
 ATTACKER = "http://attacker.example"

@@ -13,11 +13,14 @@ from chainlit.emitter import BaseChainlitEmitter
 
 from engine.errors import ContextTooLongError
 from engine.records import Stats, Status
+from history import writes
+from runtime import RUNTIME
+from ui import broadcast
 
 # No database here (the history is tested on the real server, test_history.py); set for this import only, as
 # the servers other test files start inherit this process's environment.
 os.environ["CHAT_HISTORY"] = "false"
-sys.modules.setdefault("ernie_chat_port_check", type(sys)("ernie_chat_port_check")).checked = True
+RUNTIME.port_checked = True
 import app  # noqa: E402  (after marking the port as checked: no server binds in these tests)
 
 del os.environ["CHAT_HISTORY"]
@@ -97,7 +100,7 @@ async def chat(monkeypatch):
     fresh_session()
     fake = FakeEngine()
     monkeypatch.setattr(app, "engine", fake)
-    monkeypatch.setattr(app, "broadcast", lambda content: asyncio.sleep(0))
+    monkeypatch.setattr(broadcast, "broadcast", lambda content: asyncio.sleep(0))
     await app.start_chat()
     return app.cl.context.emitter, fake
 
@@ -116,13 +119,14 @@ async def test_a_reply_shows_its_text_and_cost_and_joins_the_history(chat):
     assert reply.startswith("Hello there, friend.")
     assert "first token 12 ms · 321 tok/s · 30 prompt + 3 reply tokens · 16 cached" in reply
     await app.on_message(user("Again"))
-    assert fake.seen[-1] == [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello there, friend."},
+    assert fake.seen[-1] == [{"role": "user", "content": "Hi"},
+                             {"role": "assistant", "content": "Hello there, friend."},
                              {"role": "user", "content": "Again"}]
 
 
 async def test_a_reopened_chat_gets_its_turns_and_sidebar_back_on_the_running_preset(chat):
-    shown, fake = chat
-    shown = fresh_session()  # Chainlit reopens a chat in a session of its own
+    fake = chat[1]
+    fresh_session()  # Chainlit reopens a chat in a session of its own
     app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": 24, "preset": "4gb"}
     thread = {"id": "t1", "steps": [  # as Chainlit's data layer returns them (SQLite gives the metadata as text)
         {"id": "q1", "type": "user_message", "output": "Hi", "metadata": {}},
@@ -293,7 +297,7 @@ async def test_a_reply_does_not_wait_for_the_sidebar_to_be_stored(chat, monkeypa
     await asyncio.wait_for(app.on_message(user("Hi")), timeout=30)
     assert list(shown.shown.values())[-1].startswith("Hello there, friend.")
     busy.free.set()
-    await asyncio.wait_for(asyncio.gather(*app.history.WRITING), timeout=30)
+    await asyncio.wait_for(asyncio.gather(*writes.WRITING), timeout=30)
     assert busy.stored == [{"chat_settings": {"temperature": 0.3, "max_tokens": 24}}]
 
 
@@ -316,10 +320,10 @@ async def test_a_chats_sidebar_writes_land_in_the_order_it_changed(chat, monkeyp
     app.cl.context.session.has_first_interaction = True
     for max_tokens in (24, 48):
         app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": max_tokens}
-        app.history.keep_settings(slow)
+        writes.keep_settings(slow)
     await asyncio.sleep(0.1)
     slow.free.set()
-    await asyncio.wait_for(asyncio.gather(*app.history.WRITING), timeout=30)
+    await asyncio.wait_for(asyncio.gather(*writes.WRITING), timeout=30)
     assert slow.stored == [24, 48], "the later sidebar is the one kept"
 
 

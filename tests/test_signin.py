@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from ui.signin import ensure_secret, hash_password, password_matches
+from web.signin import ensure_secret, hash_password, password_matches
 
 
 def test_a_password_is_stored_as_a_salted_hash_and_checked():

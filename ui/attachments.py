@@ -9,7 +9,7 @@ accepted, and the message is not answered. engine/chat.py puts the text before t
 what does not fit the context.
 
 The chat's turns keep the text as the model read it (cut where the context cut it). With a history it is kept
-in a table of its own beside Chainlit's, so a reopened chat's prompt has it again: without a storage service
+in a table of its own beside Chainlit's (history/schema.py), so a reopened chat's prompt has it again: without a storage service
 Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
 Each server process keeps its uploads in a folder of its own (`own_upload_folder`).
 """
@@ -23,10 +23,6 @@ from pathlib import Path
 import chainlit as cl
 from chainlit.config import config
 
-TABLE = ('CREATE TABLE IF NOT EXISTS chat_attachments ("for_id" TEXT NOT NULL, "position" INTEGER NOT NULL, '
-         '"thread_id" TEXT NOT NULL, "name" TEXT NOT NULL, "text" TEXT NOT NULL, PRIMARY KEY ("for_id", "position"))')
-INDEX = 'CREATE INDEX IF NOT EXISTS chat_attachments_thread ON chat_attachments ("thread_id")'
-DELETE = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
 _UPSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thread_id", "name", "text") '
            'VALUES (:for_id, :position, :thread, :name, :text) '
            'ON CONFLICT ("for_id", "position") DO UPDATE SET "name" = EXCLUDED."name", "text" = EXCLUDED."text"')

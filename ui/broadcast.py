@@ -1,10 +1,10 @@
 """Telling every other open chat something: the engine and its preset are shared by all of them."""
 
-import asyncio
-
 import chainlit as cl
 from chainlit.context import init_ws_context
 from chainlit.session import ws_sessions_id
+
+from tasks import spawn
 
 
 async def broadcast(content: str) -> None:
@@ -12,7 +12,7 @@ async def broadcast(content: str) -> None:
     me = cl.context.session.id
     for session in list(ws_sessions_id.values()):
         if session.id != me:
-            asyncio.create_task(_send_to(session, content))
+            spawn(_send_to(session, content))
 
 
 async def _send_to(session, content: str) -> None:

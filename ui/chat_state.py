@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import chainlit as cl
 
-from ui import attachments, history, sessions, sidebar, start
+from history.turns import turns_from
+from tasks import spawn
+from ui import attachments, sessions, sidebar, start_note
 
 STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
@@ -25,6 +27,14 @@ class ChatState:
     prefs: sidebar.ChatPreferences
     reply: cl.Message | None = None  # the latest reply, sent again to a tab that reconnects
     replying: bool = False  # whether that reply is still being written
+
+    def turns_before(self, message_id: str) -> list[dict]:
+        """The chat so far; an edited message reruns, so everything from it on is forgotten."""
+        for index, turn in enumerate(self.turns):
+            if turn.get("id") == message_id:
+                del self.turns[index:]
+                break
+        return self.turns
 
 
 def made() -> ChatState | None:
@@ -62,7 +72,7 @@ async def _make(engine, thread: dict | None) -> ChatState:
     elif thread is None:  # a tab back after a restart goes on in its own thread
         thread = continued = sessions.continued_thread(session)
     if thread is not None:
-        state = ChatState(history.turns_from(thread, await attachments.stored(thread["id"])),
+        state = ChatState(turns_from(thread, await attachments.stored(thread["id"])),
                           sidebar.resumed(session.chat_settings or {}, engine.settings, engine.preset_name))
     else:
         state = ChatState([], sidebar.defaults(engine.settings, engine.preset_name))
@@ -71,12 +81,12 @@ async def _make(engine, thread: dict | None) -> ChatState:
     if continued is not None:
         await sessions.tell_if_cut_off(continued)
     if not engine.ready:
-        asyncio.create_task(_start_engine(engine, state))  # start now: the first reply waits less
+        spawn(_start_engine(engine, state))  # start now: the first reply waits less
     return state
 
 
 async def _start_engine(engine, state: ChatState) -> None:
-    if await start.ensure_engine(engine, keep_note=True):
+    if await start_note.ensure_engine(engine, keep_note=True):
         await send_sidebar(engine, state.prefs)  # the slider follows the context that now runs
 
 

@@ -6,11 +6,11 @@
   browser clears its session), else once the session expired without the tab coming back.
 - **A tab that reconnects to a restarted server** (or after its session expired) brings its old session id
   and no thread id; Chainlit would make it a new, empty chat. The thread each session last wrote to is kept
-  in `chat_sessions`, so such a tab goes on in its own thread, with its turns in the prompt; the same holds for a
+  in `chat_sessions` (history/schema.py), so such a tab goes on in its own thread, with its turns in the prompt; the same holds for a
   tab that a load balancer sends to another app process when its own died. A reply its server was writing when it
   died is said to have been cut off.
 - **A deleted chat**: its running reply is aborted, its tab told, and the tab's next message starts a new
-  chat; the history layer (ui/history.py) never writes the deleted thread again.
+  chat; the history layer (history/layer.py) never writes the deleted thread again.
 """
 
 import asyncio
@@ -21,8 +21,9 @@ import uuid
 from chainlit.config import config
 from chainlit.context import context
 
-SESSIONS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_sessions ("session_id" TEXT PRIMARY KEY, "thread_id" TEXT NOT NULL, '
-                  '"user_identifier" TEXT NOT NULL)')
+from chainlit_patches import wrap_socket_handler
+from tasks import spawn
+
 _UPSERT = ('INSERT INTO chat_sessions ("session_id", "thread_id", "user_identifier") VALUES (:session, :thread, :user) '
            'ON CONFLICT ("session_id") DO UPDATE SET "thread_id" = EXCLUDED."thread_id", '
            '"user_identifier" = EXCLUDED."user_identifier"')
@@ -32,13 +33,6 @@ CUT_OFF_NOTICE = ("⚠️ The server that was writing this chat's last reply sto
                   "cut off (the history keeps it so). The chat goes on here: send your next message as usual.")
 DELETED_NOTICE = ("🗑️ This chat was deleted, so its reply was stopped. What you write next starts a new chat.")
 log = logging.getLogger("chainlit")
-_PENDING: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
-
-
-def _keep(coroutine) -> None:
-    task = asyncio.ensure_future(coroutine)
-    _PENDING.add(task)
-    task.add_done_callback(_PENDING.discard)
 
 
 def remember(layer) -> None:
@@ -58,15 +52,13 @@ def remember(layer) -> None:
         except Exception:  # the history's own failure notice covers a failing database
             log.exception("could not note the thread of session %s", session.id)
 
-    _keep(write())
+    spawn(write())
 
 
 def continue_threads_after_restarts() -> None:
     """Around Chainlit's socket connect: a new session whose id the history knows (a tab back after a restart or
     an expired session) is made to go on in its thread before any of its messages is handled; the socket's
     events wait for the connect handler, so none can start a new thread first."""
-    from ui.connection import wrap_socket_handler
-
     wrap_socket_handler("connect", _continuing)
 
 
@@ -133,7 +125,8 @@ def abort_when_gone(abort) -> None:
     """The socket closed: abort the running reply once the chat has really ended, not on a reconnect."""
     session = context.session
     if session.to_clear:  # "new chat": this chat is over
-        return _keep(abort())
+        spawn(abort())
+        return
     socket_id = session.socket_id
 
     async def unless_back():
@@ -141,7 +134,7 @@ def abort_when_gone(abort) -> None:
         if session.socket_id == socket_id:  # no reconnect restored the session
             await abort()
 
-    _keep(unless_back())
+    spawn(unless_back())
 
 
 def end_deleted(thread_id: str, abort_request, forget_state) -> None:
@@ -167,4 +160,4 @@ def end_deleted(thread_id: str, abort_request, forget_state) -> None:
             if request_id:
                 await abort_request(request_id)
 
-        _keep(tell())
+        spawn(tell())

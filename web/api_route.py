@@ -1,6 +1,6 @@
 """Serving the OpenAI-compatible API from Chainlit's own web server, and refusing to serve it unguarded.
 
-The API's paths are routed to the gate (engine/api_gate.py) ahead of Chainlit's catch-all page route,
+The API's paths are routed to the gate (api/gate.py) ahead of Chainlit's catch-all page route,
 so API clients, the chat and the browser share one port, one process and one engine; `/metrics` serves
 the engine's Prometheus metrics beside them, behind the same key. Off loopback the app does not start
 without `CHAT_API_KEY`: an open API would let anyone on the network use the GPU.
@@ -10,8 +10,9 @@ import sys
 
 from starlette.routing import BaseRoute, Match, NoMatchFound
 
-from engine.openai_app import SERVED_PATHS
-from ui.port import chosen_port, is_loopback
+from api.gate import metrics_app, shared_gate
+from api.openai_app import SERVED_PATHS
+from web.listen import chosen_port, is_loopback
 
 METRICS_PATH = "/metrics"
 GUARDED_PATHS = SERVED_PATHS | {METRICS_PATH}  # what a request through a proxy may use only with the API's key
@@ -54,8 +55,6 @@ def serve_api(gate, metrics) -> None:
 
 def open_api(engine) -> None:
     """Serve the API on this server (unless CHAT_API=false); off loopback only with a key."""
-    from engine.api_gate import metrics_app, shared_gate
-
     if not engine.serves_api:  # a remote vLLM server serves its own API
         return
     host, _ = chosen_port()

@@ -1,6 +1,6 @@
 """The door in front of the OpenAI-compatible API: the key, the body's size, the sequences asked, the engine's state.
 
-vLLM's app (engine/openai_app.py) answers the protocol once a request is let through. This gate
+vLLM's app (api/openai_app.py) answers the protocol once a request is let through. This gate
 decides first, so that a missing key is a 401, an oversized body a 413, a request for more
 sequences than the engine has slots a 400, and an engine that is starting, switching presets or
 restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
@@ -16,9 +16,11 @@ import json
 import logging
 from dataclasses import dataclass
 
+from api.openai_app import build_openai_app
 from engine import build, presets, startup
 from engine.errors import ChatError
-from engine.openai_app import build_openai_app
+from runtime import RUNTIME
+from web.asgi import read_body, replay
 
 log = logging.getLogger("engine")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # far above the longest prompt a preset's context holds
@@ -61,7 +63,7 @@ class ApiGate:
     async def __call__(self, scope, receive, send) -> None:
         if await _refused(self.engine, scope, send):
             return
-        body = await read_body(receive)
+        body = await read_body(receive, MAX_BODY_BYTES)
         if body is None:
             return await _error(send, 413, f"The request body is larger than {MAX_BODY_BYTES // 2**20} MiB; "
                                            "send a shorter prompt.", "RequestTooLarge")
@@ -169,7 +171,7 @@ def metrics_app(engine):
     API's key. Reading them never starts the engine: before its first start there are none.
 
     vLLM's registry is imported on the first read, not here: this runs while app.py loads, and importing vLLM
-    then kept the page from answering until the import was done (7-15 s on the H200)."""
+    then would keep the page from answering until the import is done (docs/benchmarks.md has how long)."""
     exposition = None
 
     async def metrics(scope, receive, send) -> None:
@@ -206,37 +208,6 @@ def _authorized(scope, key: str) -> bool:
     return hmac.compare_digest(given.encode(), f"Bearer {key}".encode())
 
 
-async def read_body(receive, limit: int = MAX_BODY_BYTES) -> bytes | None:
-    """The whole request body, or None once it passes `limit` bytes (the rest is not read)."""
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def replay(body: bytes, receive):
-    """A `receive` that hands the app the body already read, then the client's own events (its disconnect)."""
-    sent = False
-
-    async def replayed():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replayed
-
-
 async def _error(send, status: int, message: str, kind: str, param: str | None = None,
                  retry_after: bool = False) -> None:
     """An error in the OpenAI API's JSON shape, as vLLM's own errors are."""
@@ -250,8 +221,6 @@ async def _error(send, status: int, message: str, kind: str, param: str | None =
 
 def shared_gate(engine) -> ApiGate:
     """The process's gate, kept across `-w` re-imports with the engine it serves (and the app it built)."""
-    from engine.engine import RUNTIME
-
     gate = getattr(RUNTIME, "api_gate", None)
     if gate is None or gate.engine is not engine:
         gate = RUNTIME.api_gate = ApiGate(engine)

@@ -1,7 +1,7 @@
 """Who may talk to this server at all: the Host it was called by, the page that calls it, and whether a proxy
 stands between, checked before any route runs (the chat, the socket, /v1 and /metrics alike).
 
-On loopback nobody signs in (ui/signin.py), so "this request comes from a person at this machine" must be true:
+On loopback nobody signs in (web/signin.py), so "this request comes from a person at this machine" must be true:
 - **Host**: a page on another site whose name was rebound to 127.0.0.1 (DNS rebinding) calls us by its own name.
   Only loopback names, and those in CHAT_ALLOWED_HOSTS, are answered (403 otherwise).
 - **Origin**: a page of another site, open in the user's own browser, may send requests (and a socket) with
@@ -20,8 +20,8 @@ import time
 from collections import defaultdict, deque
 from urllib.parse import parse_qs, urlsplit
 
-from engine.api_gate import read_body, replay
-from ui.port import is_loopback
+from web.asgi import read_body, replay
+from web.listen import is_loopback
 
 FORWARDING_HEADERS = (b"x-forwarded-for", b"forwarded", b"x-real-ip")
 MAX_FAILURES = 5

@@ -1,13 +1,14 @@
-"""Checking, before Chainlit binds its port, that the port is free, so the user gets a clear message."""
+"""Where the server listens: the host and port `chainlit run` will use, whether that host is loopback (which
+decides the sign-in, the guard's Host check and whether the API needs a key), and a port in use told clearly
+before Chainlit binds it.
+"""
 
 import ipaddress
 import os
 import socket
 import sys
-import types
 
-# Survives `-w` re-imports: only the first import checks (after that the port is the app's own).
-_STATE = sys.modules.setdefault("ernie_chat_port_check", types.ModuleType("ernie_chat_port_check"))
+from runtime import RUNTIME
 
 
 def chosen_port() -> tuple[str, int]:
@@ -19,6 +20,7 @@ def chosen_port() -> tuple[str, int]:
 
 
 def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address) is this machine only."""
     if host == "localhost":
         return True
     try:
@@ -28,9 +30,11 @@ def is_loopback(host: str) -> bool:
 
 
 def exit_if_port_taken() -> None:
-    if getattr(_STATE, "checked", False):
+    """Exit with a clear message when the port is taken; only the first load checks (after a `-w` reload the
+    port is the app's own)."""
+    if getattr(RUNTIME, "port_checked", False):
         return
-    _STATE.checked = True
+    RUNTIME.port_checked = True
     host, port = chosen_port()
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

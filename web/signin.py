@@ -1,9 +1,9 @@
 """Who is chatting, so each history belongs to someone: Chainlit's own sign-in, chosen by where the server listens.
 
 On loopback nobody at this machine is asked: Chainlit's header sign-in gives such a visitor the one local user
-("local"), who owns the history. A request through a reverse proxy is not from this machine (ui/guard.py): it
+("local"), who owns the history. A request through a reverse proxy is not from this machine (web/guard.py): it
 signs in with a password, as everyone does on any other address. Passwords are checked against scrypt hashes in
-the `chat_logins` table beside the history (Chainlit's users table keeps no passwords), added with
+the `chat_logins` table beside the history (history/schema.py) (Chainlit's users table keeps no passwords), added with
 `python scripts/add_user.py NAME`. Sign-in tokens are signed with CHAINLIT_AUTH_SECRET: on loopback one is
 made once and kept in the data folder; elsewhere it must be set, so a restart does not sign everyone out and
 the secret is a decision, not an accident.
@@ -17,11 +17,10 @@ import secrets
 import sys
 from pathlib import Path
 
-from ui.guard import forwarded
+from web.guard import forwarded
 
 LOCAL_USER = "local"
 SECRET_HOWTO = "Make one with `chainlit create-secret` and put the CHAINLIT_AUTH_SECRET line it prints in .env."
-LOGINS_TABLE = 'CREATE TABLE IF NOT EXISTS chat_logins ("identifier" TEXT PRIMARY KEY, "hash" TEXT NOT NULL)'
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}  # about 50 ms and 16 MiB per check: slow for guessing, fine for a sign-in
 
 
@@ -86,6 +85,6 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
 
     @cl.header_auth_callback
     async def local_user(headers):
-        if forwarded(dict(headers.raw)):  # someone elsewhere, through a proxy on this machine (ui/guard.py answers first)
+        if forwarded(dict(headers.raw)):  # someone elsewhere, through a proxy on this machine (web/guard.py answers first)
             return None
         return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})

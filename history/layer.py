@@ -1,0 +1,150 @@
+"""Chainlit's SQLAlchemy data layer as this app uses it, and its install.
+
+Chainlit owns threads, steps, users and feedback, the history sidebar, rename, delete and search. The layer
+here adds what Chainlit's does not do: SQLite-safe parameters and one writer thread, a thread looked up once,
+Chainlit's hidden "run" steps left out, a deleted chat never written again (and its attachments' text deleted
+with it), the session's in-memory keys kept out of the stored thread, and a chat told once when its turns
+cannot be saved (history/writes.py).
+"""
+
+import asyncio
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
+from chainlit.logger import logger
+from sqlalchemy import create_engine, event, text
+
+from history.schema import database_url, prepare, reason, sqlite_pragmas, where
+from history.writes import SAVED_KEY, STATE_KEY, WRITE_KEY, tell_failing
+
+SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
+KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
+DELETE_ATTACHMENTS = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
+# The app's keys in `cl.user_session`, never stored with a thread: "pending" (app.py), "request_id" (ui/reply.py),
+# "start_task" (ui/start_note.py), and history/writes.py's own. tests/test_layout.py finds every key set.
+IN_MEMORY_ONLY = {"pending", "request_id", "start_task", STATE_KEY, SAVED_KEY, WRITE_KEY}
+
+
+def _remember(ids: dict, thread_id: str) -> None:
+    """Add to a bounded set of thread ids, forgetting the oldest."""
+    ids[thread_id] = None
+    if len(ids) > KNOWN_THREADS:
+        ids.pop(next(iter(ids)))
+
+
+class HistoryLayer(SQLAlchemyDataLayer):
+    """Chainlit's layer, plus: SQLite-safe parameters, and a chat told once when its turns are not saved."""
+
+    def __init__(self, settings):
+        super().__init__(conninfo=database_url(settings), storage_provider=None)
+        self.sqlite = self._conninfo.startswith("sqlite")  # else PostgreSQL, on Chainlit's own `self.engine`
+        if self.sqlite:
+            self.sqlite_database = create_engine(self._conninfo.replace("+aiosqlite", ""), connect_args={"timeout": 30})
+            event.listen(self.sqlite_database, "connect", sqlite_pragmas)
+            self.sqlite_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history")
+        self.where = where(settings)
+        self.known: dict[str, None] = {}  # threads this process wrote, oldest first
+        self.unstored: set[str] = set()  # ids of messages shown but never stored (see `transient`)
+        self.deleted: dict[str, None] = {}  # threads deleted here: never written again (a tab's close would)
+        self.on_delete = lambda thread_id: None  # told of each deleted thread (ui/sessions.py ends its chat)
+
+    async def update_thread(self, thread_id: str, name=None, user_id=None, metadata=None, tags=None):
+        """Chainlit stores a closed chat's session as the thread's metadata; its turns are already the thread's
+        steps, so only the sidebar's values (and Chainlit's own keys) are kept. Chainlit also calls this before
+        every step to make sure the thread exists: a thread this process wrote is not looked up again."""
+        if thread_id in self.deleted or (name is None and user_id is None and metadata is None and tags is None
+                                         and thread_id in self.known):
+            return
+        if metadata:
+            metadata = {key: value for key, value in metadata.items() if key not in IN_MEMORY_ONLY}
+        await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
+        _remember(self.known, thread_id)
+
+    async def delete_thread(self, thread_id: str):
+        self.known.pop(thread_id, None)
+        _remember(self.deleted, thread_id)
+        await super().delete_thread(thread_id)
+        await self.execute_sql(DELETE_ATTACHMENTS, {"thread": thread_id})
+        self.on_delete(thread_id)
+
+    async def create_step(self, step_dict):
+        """Steps of type "run" are Chainlit's record of a hook running (hidden in this chat): not stored, and
+        messages are stored at the top level, as the chat shows them. A turn then costs 4 queries, not 10.
+        Nothing is written to a deleted chat (its reply's last words would bring it back)."""
+        if step_dict.get("type") == "run" or step_dict.get("threadId") in self.deleted:
+            return
+        step = {**step_dict, "parentId": None}
+        await super().create_step(step if self.sqlite else _without_nul(step))
+
+    async def get_thread_author(self, thread_id: str) -> str:
+        """'' for a thread that does not exist (a deleted chat): Chainlit then answers 404, not a 500."""
+        try:
+            return await super().get_thread_author(thread_id)
+        except ValueError:
+            return ""
+
+    async def delete_step(self, step_id: str):
+        if step_id in self.unstored:
+            self.unstored.discard(step_id)
+            return
+        await super().delete_step(step_id)
+
+    async def execute_sql(self, query: str, parameters: dict):
+        """Chainlit's contract (rows as dicts, or the row count; None after an error, which is logged), on a plain
+        connection instead of an ORM session per query. SQLite runs each query whole in the layer's own thread:
+        one hop instead of one per driver call (a third of the cost), and its one writer never waits for a lock."""
+        values = {key: self._plain(key, value) for key, value in parameters.items()}
+        try:
+            if self.sqlite:
+                rows = await asyncio.get_running_loop().run_in_executor(self.sqlite_thread, self._run_sqlite,
+                                                                        query, values)
+            else:
+                async with self.engine.begin() as connection:
+                    rows = _rows(await connection.execute(text(query), values))
+        except Exception as error:  # any driver's error: the chat goes on without saving
+            logger.warning("The history database failed: %s", reason(error))
+            await tell_failing(self.where, error)
+            return None
+        return self.clean_result(rows) if isinstance(rows, list) else rows
+
+    def _run_sqlite(self, query: str, values: dict):
+        with self.sqlite_database.begin() as connection:
+            return _rows(connection.execute(text(query), values))
+
+    def _plain(self, key: str, value):
+        """Lists go in as JSON where the column holds JSON (and everywhere on SQLite, which has no arrays)."""
+        if isinstance(value, (list, tuple)) and (self.sqlite or key == "modes"):
+            return json.dumps(value)
+        return value
+
+
+def _without_nul(value):
+    """PostgreSQL's text and jsonb refuse the NUL character, which a model can write (a byte-level token): every
+    later write of that reply would fail, leaving it cut off at its last save. It is dropped there (SQLite keeps it)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if isinstance(value, dict):
+        return {key: _without_nul(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    return value
+
+
+def _rows(result):
+    return [dict(row._mapping) for row in result.fetchall()] if result.returns_rows else result.rowcount
+
+
+def install(settings) -> HistoryLayer | None:
+    """Chainlit's data layer on the chosen database (tables made first); None when the history is off."""
+    import chainlit as cl
+    from chainlit.config import config
+
+    if not settings.history:
+        return None
+    prepare(settings)
+    layer = HistoryLayer(settings)
+    cl.data_layer(lambda: layer)
+    # Chats are in the database: a closed tab's session need not stay in memory for Chainlit's default hour.
+    config.project.session_timeout = min(config.project.session_timeout, SESSION_KEPT_S)
+    return layer

@@ -1,0 +1,109 @@
+"""The history's writes while a chat runs: a streaming reply saved as it goes, the sidebar's values stored when
+they change, notices shown but never stored, and a failing database said once per chat.
+
+A reply is written every `SAVE_EVERY_S` while it streams, marked cut off until the finished reply replaces it, so a
+killed server loses at most that much. None of these writes holds a reply up: each runs in the background.
+"""
+
+import asyncio
+import time
+
+from history.schema import reason
+from tasks import spawn
+
+SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
+CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
+STATE_KEY = "history_failing"  # per chat: whether it was told that saving failed
+SAVED_KEY = "history_saved_settings"  # per chat: the sidebar values last stored
+WRITE_KEY = "history_settings_write"  # per chat: the last write of its sidebar (`keep_settings`)
+WRITING: set[asyncio.Task] = set()  # sidebar writes under way (`keep_settings`)
+
+
+async def tell_failing(where: str, error: BaseException) -> None:
+    """Once per chat: a disk that is full (or read-only) fails some writes and not others, so no "saved again"."""
+    session = _chat_session()
+    if session is None or session.get(STATE_KEY):
+        return
+    session[STATE_KEY] = True
+    await _notice(f"⚠️ This chat could not be saved: the history database ({where}) said “{reason(error)}”. "
+                  "The chat goes on; turns written while this lasts are missing from the history. Free disk space "
+                  "or fix the database's permissions, and saving resumes by itself.")
+
+
+def _chat_session() -> dict | None:
+    """This chat's user session, or None outside a chat (sign-in, the history list)."""
+    from chainlit.context import context
+    from chainlit.user_session import user_sessions
+
+    try:
+        return user_sessions.setdefault(context.session.id, {})
+    except Exception:  # no chat context here
+        return None
+
+
+async def _notice(content: str) -> None:
+    import chainlit as cl
+
+    message = cl.Message(content=content, author="system")
+    message.persisted = True  # shown, never written: the database is what fails
+    await message.send()
+
+
+def transient(message, layer) -> None:
+    """Show `message` without storing it (a notice removed moments later, like "every slot is busy")."""
+    message.persisted = True
+    if layer is not None:
+        layer.unstored.add(message.id)
+
+
+class ReplySaver:
+    """Writes a reply to the history while it streams, marked as cut off until the finished reply replaces it."""
+
+    def __init__(self, reply, layer):
+        self.reply, self.layer = reply, layer
+        self.saved_at = time.monotonic()
+        self.task: asyncio.Task | None = None
+
+    def shown(self) -> None:
+        """The user now sees the reply's content; write it if the last write is done and old enough."""
+        if self.layer is None or (self.task and not self.task.done()):
+            return
+        if time.monotonic() - self.saved_at < SAVE_EVERY_S:
+            return
+        self.saved_at = time.monotonic()
+        if not self.reply.created_at:  # stamped now, as send() would: the history is ordered by it
+            from chainlit.utils import utc_now
+            self.reply.created_at = utc_now()
+        step, content = self.reply.to_dict(), self.reply.content
+        step.update(output=f"{content}\n\n{CUT_OFF_NOTE}", streaming=False,
+                    metadata={**self.reply.metadata, "answer": content, "cut_off": True})
+        self.task = spawn(self.layer.create_step(step))
+
+    async def settle(self) -> None:
+        """Wait for a write in flight, so it cannot land after (and over) the finished reply."""
+        if self.task is not None:
+            await asyncio.gather(self.task, return_exceptions=True)
+
+
+def keep_settings(layer) -> None:
+    """Store the chat's sidebar with it when it changed, as soon as the chat is in the history (a killed server
+    never gets to store it at the tab's close, as Chainlit does).
+
+    Written in the background: a reply must not wait for it. A new chat's first message queues the thread's
+    creation and the question ahead of it on the database's one writer, so many new chats asking at once would
+    each wait for all of those writes before reaching the engine (docs/benchmarks.md, "History")."""
+    import chainlit as cl
+    from chainlit.context import context
+
+    values = dict(context.session.chat_settings or {})
+    if layer is None or not context.session.has_first_interaction or cl.user_session.get(SAVED_KEY) == values:
+        return
+    cl.user_session.set(SAVED_KEY, values)
+    previous = cl.user_session.get(WRITE_KEY)
+
+    async def write():  # after the chat's previous write: on PostgreSQL two writes may run at once, the older last
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
+
+    cl.user_session.set(WRITE_KEY, spawn(write(), WRITING))

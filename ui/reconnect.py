@@ -1,0 +1,34 @@
+"""A connection that drops and comes back with its session (Chainlit restores it) gets the chat's latest reply
+again, as it stands or finished: what was streamed while it was away never reached it.
+
+Connections are also kept through long quiet spells (chainlit_patches.tolerate_quiet_servers), so this is for
+the drops that happen anyway: a network blip, a proxy's idle reset.
+"""
+
+from chainlit.context import context, init_ws_context
+from chainlit.session import WebsocketSession
+
+from chainlit_patches import wrap_socket_handler
+from ui import chat_state
+
+
+def resend_replies_on_reconnect() -> None:
+    """After Chainlit's own handling of a connection, a restored session is sent its latest reply again (the
+    browser replaces the message of that id), and told that it is still running when it is."""
+    wrap_socket_handler("connection_successful", _resending)
+
+
+def _resending(original):
+    async def connection_successful(sid):
+        await original(sid)
+        session = WebsocketSession.get(sid)
+        if session is None or not session.restored:
+            return
+        init_ws_context(session)
+        chat = chat_state.made()
+        if chat is not None and chat.reply is not None:
+            await context.emitter.send_step(chat.reply.to_dict())
+            if chat.replying:
+                await context.emitter.task_start()
+
+    return connection_successful

@@ -1,0 +1,41 @@
+"""Everything app.py needs set up before its hooks run, in the order it must happen, in one call.
+
+Chainlit is patched first (chainlit_patches.py), the port checked before anything slow, then the shared engine
+is made and served at /v1 (api/, web/api_route.py), the uploads get this process's own folder, the history's
+database and data layer are installed (history/), and the sign-in and the guard are chosen by where the server
+listens (web/). A `-w` reload runs this again: each step either replaces what the last load put in place or
+finds it already there.
+"""
+
+import chainlit_patches
+from engine.engine import shared_engine
+from history import layer as history_layer
+from ui import attachments, chat_state, reconnect, sessions
+from web import guard, signin
+from web.api_route import GUARDED_PATHS, open_api
+from web.listen import chosen_port, exit_if_port_taken, is_loopback
+
+
+def patch_chainlit() -> None:
+    chainlit_patches.pin_engine_modules()
+    chainlit_patches.drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
+    chainlit_patches.tolerate_quiet_servers()  # a busy server must not cost a chat its reply
+    reconnect.resend_replies_on_reconnect()  # nor a dropped connection that comes back
+    sessions.continue_threads_after_restarts()  # nor a restart of the server under an open tab
+
+
+def install():
+    """Patch Chainlit, make the shared engine and put the API, history, sign-in and guard around it; returns the
+    engine and the history's data layer (None when the history is off)."""
+    patch_chainlit()
+    exit_if_port_taken()
+    engine = shared_engine()
+    open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
+    attachments.own_upload_folder()
+    layer = history_layer.install(engine.settings)  # None: off
+    if layer is not None:
+        layer.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
+    loopback = is_loopback(chosen_port()[0])
+    signin.install(loopback, layer, engine.settings.history_db.parent)
+    guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)
+    return engine, layer
