@@ -1,0 +1,141 @@
+"""The top p of engine/top_p.py against the full sort's: the same tokens kept, the same probabilities."""
+
+import pytest
+import torch
+
+from engine import top_p
+from engine.top_p import mask_top_p
+
+VOCAB = 103_424  # ERNIE-4.5's
+
+
+def full_sort_top_p(logits: torch.Tensor, ps) -> torch.Tensor:
+    """The reference: vLLM's rule, on a sorted copy of every row (ascending; a token goes when the mass at or
+    below it is at most 1 - p; the best stays)."""
+    out = logits.clone()
+    for row, p in enumerate(ps):
+        if p >= 1:
+            continue
+        values, order = logits[row].sort()
+        below = values.softmax(dim=-1).cumsum(dim=-1)
+        drop = below <= 1 - torch.tensor(p, dtype=torch.float32)
+        drop[-1] = False
+        out[row, order[drop]] = float("-inf")
+    return out
+
+
+def assert_same_top_p(ours: torch.Tensor, reference: torch.Tensor) -> None:
+    """Kept sets equal, save which of the tokens equal to the boundary logit are kept (the sort's order among
+    equal values is its own), and as many of those; the probabilities equal."""
+    for row in range(ours.shape[0]):
+        a, b = ours[row], reference[row]
+        kept_a, kept_b = a > float("-inf"), b > float("-inf")
+        assert torch.equal(a[kept_a].sort().values, b[kept_b].sort().values), f"row {row}: other values kept"
+        boundary = b[kept_b].min()
+        assert torch.equal(kept_a & (a > boundary), kept_b & (b > boundary)), f"row {row}: other tokens kept"
+        torch.testing.assert_close(a.softmax(-1).sort().values, b.softmax(-1).sort().values, rtol=1e-6, atol=1e-9)
+        above = b > boundary
+        torch.testing.assert_close(a.softmax(-1)[above], b.softmax(-1)[above], rtol=1e-6, atol=1e-9)
+
+
+@pytest.fixture
+def sorts(monkeypatch):
+    """How many rows reached the full sort."""
+    count = []
+    real = top_p._by_sort
+
+    def counting(x, p):
+        count.append(x.shape[0])
+        return real(x, p)
+
+    monkeypatch.setattr(top_p, "_by_sort", counting)
+    return count
+
+
+def peaked(rows: int, vocab: int = VOCAB, seed: int = 0) -> torch.Tensor:
+    """Logits like a trained model's: a few dozen tokens far above the rest carry nearly all the mass (bf16
+    values, so with ties, as the model's are)."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(rows, vocab, generator=g) * 1.5
+    for row in range(rows):
+        logits[row, torch.randperm(vocab, generator=g)[:40]] += 18 - 0.3 * torch.arange(40.0)
+    return logits.to(torch.bfloat16).float()
+
+
+def gaussian(rows: int, scale: float, vocab: int = VOCAB, seed: int = 0) -> torch.Tensor:
+    return torch.randn(rows, vocab, generator=torch.Generator().manual_seed(seed)) * scale
+
+
+def test_where_the_best_64_hold_p_no_row_is_sorted_and_the_result_is_the_sorts(sorts):
+    logits = peaked(6)
+    ps = [0.8, 0.5, 0.9, 0.95, 0.3, 0.8]
+    head = logits.topk(64, dim=-1).values
+    assert ((head - logits.logsumexp(-1, keepdim=True)).exp().sum(-1) > 0.96).all()  # the case meant
+    expected = full_sort_top_p(logits, ps)
+    assert_same_top_p(mask_top_p(logits.clone(), ps), expected)
+    assert sorts == []
+
+
+def test_where_they_do_not_the_wider_look_or_the_sort_gives_the_same(sorts):
+    flat = gaussian(2, 0.5, seed=1)  # p needs most of the vocabulary
+    middling = gaussian(2, 3.6, seed=2)  # p needs 64..1024 tokens
+    logits = torch.cat([flat, middling])
+    ps = [0.8, 0.99, 0.8, 0.7]
+    expected = full_sort_top_p(logits, ps)
+    kept = (expected > float("-inf")).sum(-1)
+    assert (kept[:2] > 1024).all() and ((kept[2:] > 64) & (kept[2:] <= 1024)).all()  # the cases meant
+    assert_same_top_p(mask_top_p(logits.clone(), ps), expected)
+    assert sorts == [2]  # the flat rows only
+
+
+def test_ties_at_the_boundary_keep_as_many_as_the_sort():
+    # 3 tokens of one logit above 30 tokens of another: the cut falls inside the 30
+    logits = torch.full((1, 5000), -20.0)
+    logits[0, 100:103] = 2.0
+    logits[0, 200:230] = 1.0
+    probs = logits.softmax(-1)[0]
+    p = float(3 * probs[100] + 11.5 * probs[200])  # 3 + 12 tokens kept
+    ours = mask_top_p(logits.clone(), [p])
+    expected = full_sort_top_p(logits, [p])
+    assert int((expected > float("-inf")).sum()) == 15
+    assert_same_top_p(ours, expected)
+    assert torch.equal((ours[0] > float("-inf")).nonzero().flatten(), torch.tensor([100, 101, 102, *range(200, 212)]))
+
+
+def test_bf16_logits_full_of_ties_give_the_sorts_result_at_many_p():
+    logits = torch.cat([peaked(2, vocab=20_000, seed=3), gaussian(2, 4.0, vocab=20_000).to(torch.bfloat16).float()])
+    for p in (0.05, 0.2, 0.5, 0.8, 0.9, 0.97):
+        ps = [p] * 4
+        assert_same_top_p(mask_top_p(logits.clone(), ps), full_sort_top_p(logits, ps))
+
+
+def test_the_cut_is_made_on_logits_over_the_temperature():
+    logits = gaussian(4, 3.0, vocab=20_000, seed=4)
+    for temperature in (0.5, 0.8, 1.3):
+        scaled = logits / temperature
+        ours = mask_top_p(scaled.clone(), [0.8] * 4)
+        assert_same_top_p(ours, full_sort_top_p(scaled, [0.8] * 4))
+    kept_cold = (mask_top_p(logits / 0.5, [0.8] * 4) > float("-inf")).sum()
+    kept_warm = (mask_top_p(logits / 1.3, [0.8] * 4) > float("-inf")).sum()
+    assert kept_cold < kept_warm
+
+
+def test_rows_of_one_batch_keep_their_own_p_and_p_1_is_untouched():
+    logits = torch.cat([peaked(3, seed=5), gaussian(1, 0.5)])
+    ps = [0.8, 1.0, 0.4, 0.9]
+    ours = mask_top_p(logits.clone(), ps)
+    assert torch.equal(ours[1], logits[1])
+    assert_same_top_p(ours, full_sort_top_p(logits, ps))
+    everything = logits.clone()
+    assert mask_top_p(everything, [1.0] * 4) is everything and torch.equal(everything, logits)
+
+
+def test_tokens_already_dropped_stay_dropped():
+    logits = peaked(2, seed=6)
+    logits[:, ::3] = float("-inf")  # what min p or a token whitelist took away before
+    assert_same_top_p(mask_top_p(logits.clone(), [0.8, 0.6]), full_sort_top_p(logits, [0.8, 0.6]))
+
+
+def test_a_small_vocabulary_is_looked_at_whole():
+    logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(7))
+    assert_same_top_p(mask_top_p(logits.clone(), [0.8, 0.5, 0.99]), full_sort_top_p(logits, [0.8, 0.5, 0.99]))
