@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 TABLES_LOCK = 4_551_772  # PostgreSQL advisory lock id held while the tables are made
 
 # Chainlit's tables, one column list for both databases: (name, SQLite type, PostgreSQL type).
-_TEXT, _JSON, _BOOL, _INT, _LIST = ("TEXT", "TEXT"), ("TEXT", "JSONB"), ("INTEGER", "BOOLEAN"), ("INTEGER", "INTEGER"), \
-    ("TEXT", "TEXT[]")
+_TEXT, _JSON, _BOOL = ("TEXT", "TEXT"), ("TEXT", "JSONB"), ("INTEGER", "BOOLEAN")
+_INT, _LIST = ("INTEGER", "INTEGER"), ("TEXT", "TEXT[]")
 TABLES = {
     "users": [("id", _TEXT), ("identifier", _TEXT), ("metadata", _JSON), ("createdAt", _TEXT)],
     "threads": [("id", _TEXT), ("createdAt", _TEXT), ("name", _TEXT), ("userId", _TEXT), ("userIdentifier", _TEXT),
@@ -35,13 +35,14 @@ TABLES = {
 UNIQUE = {"users": ["identifier"]}
 INDEXES = [("steps", "threadId"), ("threads", "userId"), ("elements", "threadId"), ("feedbacks", "forId")]
 
-# The app's own tables beside Chainlit's, each used by the module named.
-LOGINS_TABLE = 'CREATE TABLE IF NOT EXISTS chat_logins ("identifier" TEXT PRIMARY KEY, "hash" TEXT NOT NULL)'  # web/signin.py
+# The app's own tables beside Chainlit's: passwords' hashes (web/signin.py), the thread each session last wrote to
+# (ui/sessions.py), and attachments' text (ui/attachments.py).
+LOGINS_TABLE = 'CREATE TABLE IF NOT EXISTS chat_logins ("identifier" TEXT PRIMARY KEY, "hash" TEXT NOT NULL)'
 SESSIONS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_sessions ("session_id" TEXT PRIMARY KEY, "thread_id" TEXT NOT NULL, '
-                  '"user_identifier" TEXT NOT NULL)')  # ui/sessions.py
-ATTACHMENTS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_attachments ("for_id" TEXT NOT NULL, "position" INTEGER NOT NULL, '
-                     '"thread_id" TEXT NOT NULL, "name" TEXT NOT NULL, "text" TEXT NOT NULL, '
-                     'PRIMARY KEY ("for_id", "position"))')  # ui/attachments.py
+                  '"user_identifier" TEXT NOT NULL)')
+ATTACHMENTS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_attachments ("for_id" TEXT NOT NULL, '
+                     '"position" INTEGER NOT NULL, "thread_id" TEXT NOT NULL, "name" TEXT NOT NULL, '
+                     '"text" TEXT NOT NULL, PRIMARY KEY ("for_id", "position"))')
 ATTACHMENTS_INDEX = 'CREATE INDEX IF NOT EXISTS chat_attachments_thread ON chat_attachments ("thread_id")'
 APP_TABLES = [LOGINS_TABLE, SESSIONS_TABLE, ATTACHMENTS_TABLE, ATTACHMENTS_INDEX]
 
@@ -74,7 +75,8 @@ def schema(sqlite: bool) -> list[str]:
 
 
 def open_database(url: str):
-    """An async SQLAlchemy engine on `url`; a SQLite file gets WAL (readers never wait for the writer) and a 30 s lock wait."""
+    """An async SQLAlchemy engine on `url`; a SQLite file gets WAL (readers never wait for the writer) and a 30 s
+    lock wait."""
     sqlite = url.startswith("sqlite")
     database = create_async_engine(url, connect_args={"timeout": 30} if sqlite else {})
     if sqlite:

@@ -5,7 +5,6 @@ The same paths run for real, with the real engine and server, in test_app.py.
 
 import asyncio
 import os
-import sys
 
 import pytest
 from chainlit.context import init_http_context

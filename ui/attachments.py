@@ -9,8 +9,8 @@ accepted, and the message is not answered. engine/chat.py puts the text before t
 what does not fit the context.
 
 The chat's turns keep the text as the model read it (cut where the context cut it). With a history it is kept
-in a table of its own beside Chainlit's (history/schema.py), so a reopened chat's prompt has it again: without a storage service
-Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
+in a table of its own beside Chainlit's (history/schema.py), so a reopened chat's prompt has it again: without a
+storage service Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
 Each server process keeps its uploads in a folder of its own (`own_upload_folder`).
 """
 

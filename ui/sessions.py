@@ -5,10 +5,10 @@
   streaming to the new socket. The reply is aborted when the chat really ends: at once on "new chat" (the
   browser clears its session), else once the session expired without the tab coming back.
 - **A tab that reconnects to a restarted server** (or after its session expired) brings its old session id
-  and no thread id; Chainlit would make it a new, empty chat. The thread each session last wrote to is kept
-  in `chat_sessions` (history/schema.py), so such a tab goes on in its own thread, with its turns in the prompt; the same holds for a
-  tab that a load balancer sends to another app process when its own died. A reply its server was writing when it
-  died is said to have been cut off.
+  and no thread id; Chainlit would make it a new, empty chat. The thread each session last wrote to is kept in
+  `chat_sessions` (history/schema.py), so such a tab goes on in its own thread, with its turns in the prompt; the
+  same holds for a tab that a load balancer sends to another app process when its own died. A reply its server
+  was writing when it died is said to have been cut off.
 - **A deleted chat**: its running reply is aborted, its tab told, and the tab's next message starts a new
   chat; the history layer (history/layer.py) never writes the deleted thread again.
 """
@@ -86,7 +86,8 @@ async def _continue_thread(session) -> None:
     if layer is None or session.user is None:
         return
     rows = await layer.execute_sql('SELECT "thread_id" FROM chat_sessions WHERE "session_id" = :session AND '
-                                   '"user_identifier" = :user', {"session": session.id, "user": session.user.identifier})
+                                   '"user_identifier" = :user',
+                                   {"session": session.id, "user": session.user.identifier})
     if not isinstance(rows, list) or not rows:
         return
     session.thread_id_to_resume = rows[0]["thread_id"]

@@ -85,6 +85,6 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
 
     @cl.header_auth_callback
     async def local_user(headers):
-        if forwarded(dict(headers.raw)):  # someone elsewhere, through a proxy on this machine (web/guard.py answers first)
+        if forwarded(dict(headers.raw)):  # someone elsewhere, through a proxy here (web/guard.py answers first)
             return None
         return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})

@@ -1,0 +1,102 @@
+"""Each change chainlit_patches.py makes to Chainlit still fits the Chainlit installed (fast; no server).
+
+Every test checks both halves: that Chainlit still behaves as the patch assumes (so the patch is still needed, and
+still lands where it should) and that the patch changes that behaviour. A Chainlit upgrade that drops the pause,
+renames a socket handler or stops re-importing project modules on `-w` fails here, naming the patch to revisit.
+"""
+
+import importlib
+import importlib.metadata
+import inspect
+import sys
+import time
+
+import socketio
+from chainlit.context import init_http_context
+
+import chainlit_patches
+
+
+def test_the_patches_are_written_for_the_chainlit_installed():
+    installed = importlib.metadata.version("chainlit")
+    assert installed == chainlit_patches.CHAINLIT_VERSION, (
+        f"Chainlit {installed} is installed, the patches were written for {chainlit_patches.CHAINLIT_VERSION}: "
+        "check each of them against the new version (the tests below say which still fit), then update "
+        "CHAINLIT_VERSION")
+
+
+def _sleeps_made_by_one_message_and_step(monkeypatch) -> list[float]:
+    import chainlit as cl
+
+    init_http_context()
+    sleeps: list[float] = []
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    cl.Message(content="a message")
+    cl.Step(name="a step")
+    return sleeps
+
+
+async def test_chainlit_pauses_in_its_message_and_step_constructors_and_the_patch_takes_that_off(monkeypatch):
+    for name in chainlit_patches.PAUSING_MODULES:  # as Chainlit ships them, even where the app was imported before
+        monkeypatch.setattr(importlib.import_module(name), "time", time)
+    assert _sleeps_made_by_one_message_and_step(monkeypatch) == [0.001, 0.001], \
+        "Chainlit no longer pauses in Message() and Step(): drop_constructor_pauses is no longer needed"
+    chainlit_patches.drop_constructor_pauses()
+    assert _sleeps_made_by_one_message_and_step(monkeypatch) == [], "drop_constructor_pauses no longer lands"
+    for name in chainlit_patches.PAUSING_MODULES:
+        assert importlib.import_module(name).time.monotonic is time.monotonic, "the rest of `time` is untouched"
+
+
+def test_chainlit_keeps_socketios_20_s_ping_timeout_and_the_patch_lengthens_what_clients_are_told(monkeypatch):
+    import chainlit.server
+    import engineio.async_server
+
+    assert "ping_timeout" not in inspect.getsource(chainlit.server), \
+        "Chainlit sets a ping timeout of its own now: check whether tolerate_quiet_servers is still needed"
+    as_chainlit_makes_it = socketio.AsyncServer(cors_allowed_origins=[], async_mode="asgi")
+    assert as_chainlit_makes_it.eio.ping_timeout == 20 < chainlit_patches.PING_TIMEOUT_S
+    assert "'pingTimeout': int(self.ping_timeout * 1000)" in inspect.getsource(engineio.async_server), \
+        "Engine.IO no longer tells each client the server's ping_timeout attribute: the patch would not reach it"
+    monkeypatch.setattr(chainlit.server.sio.eio, "ping_timeout", 20)
+    chainlit_patches.tolerate_quiet_servers()
+    assert chainlit.server.sio.eio.ping_timeout == chainlit_patches.PING_TIMEOUT_S
+
+
+def test_the_socket_handlers_the_app_wraps_exist_take_what_the_wrappers_pass_and_wrap_once(monkeypatch):
+    import chainlit.socket
+    from chainlit.server import sio
+    from chainlit.session import WebsocketSession
+
+    handlers = sio.handlers["/"]
+    for event, parameters in (("connect", ["sid", "environ", "auth"]), ("connection_successful", ["sid"])):
+        chainlits = getattr(chainlit.socket, event)
+        assert getattr(handlers[event], "chainlit_handler", handlers[event]) is chainlits, \
+            f"Chainlit's '{event}' handler moved: ui/reconnect.py and ui/sessions.py wrap it"
+        assert list(inspect.signature(chainlits).parameters) == parameters, \
+            f"Chainlit's '{event}' takes other arguments"
+        monkeypatch.setitem(handlers, event, handlers[event])
+        for _ in range(2):  # a `-w` reload wraps again
+            chainlit_patches.wrap_socket_handler(event, lambda original: (lambda *args: original(*args)))
+        assert handlers[event].chainlit_handler is chainlits, "a second wrap wraps Chainlit's own, not the first wrap"
+    assert "self.restored = True" in inspect.getsource(WebsocketSession), \
+        "Chainlit no longer marks a session restored by a reconnect: ui/reconnect.py cannot tell it apart"
+
+
+def test_a_watch_reload_drops_the_apps_modules_and_the_pinned_engine_modules_come_back(tmp_path, monkeypatch):
+    from chainlit.config import load_module
+
+    (tmp_path / "app.py").write_text("")
+    (tmp_path / "project_module.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("project_module")
+    load_module(str(tmp_path / "app.py"), force_refresh=True)  # what Chainlit runs on each save under -w
+    monkeypatch.delitem(sys.modules, str(tmp_path / "app.py"), raising=False)
+    assert "project_module" not in sys.modules, \
+        "a -w reload no longer drops the app's modules: pin_engine_modules may no longer be needed"
+
+    import engine.errors
+
+    chainlit_patches.pin_engine_modules()
+    monkeypatch.delitem(sys.modules, "engine.errors")
+    chainlit_patches.restore_engine_modules()
+    assert sys.modules["engine.errors"] is engine.errors, "the first-loaded module is back, not a fresh copy"

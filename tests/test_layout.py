@@ -1,0 +1,130 @@
+"""The house's rules, read from the source with `ast` (fast; nothing is imported or run).
+
+- No import circles among the project's own modules, counting imports inside functions too: a circle that
+  works only because one import waits inside a function is still a circle.
+- engine/ never imports Chainlit, nor the packages above it (ui/, web/, api/, history/, app.py, ...): it is the
+  ground floor, also for a user of the engine without the chat.
+- app.py, wiring.py, ui/, web/ and history/ never import vLLM: the engine (and api/, which serves vLLM's own app)
+  does that, on its own schedule.
+- Every key the app puts in `cl.user_session` is kept out of the stored thread (`history.layer.IN_MEMORY_ONLY`),
+  and that set names no key that is no longer used.
+"""
+
+import ast
+from pathlib import Path
+
+from history.layer import IN_MEMORY_ONLY
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("engine", "ui", "web", "api", "history")
+TOP_MODULES = ("app", "wiring", "tasks", "runtime", "chainlit_patches")
+ABOVE_THE_ENGINE = {"chainlit", "ui", "web", "api", "history", "app", "wiring", "chainlit_patches"}
+WITHOUT_VLLM = ("app", "wiring", "chainlit_patches", "tasks", "runtime", "ui", "web", "history")
+
+
+def project_files() -> dict[str, Path]:
+    """Module name -> file, for the app's own modules (packages' __init__ under the package's name)."""
+    files = {name: ROOT / f"{name}.py" for name in TOP_MODULES}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).glob("*.py")):
+            files[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    return files
+
+
+def imported(path: Path) -> set[str]:
+    """Every module name `path` imports, at any depth of its code (`from a import b` gives both a and a.b)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports (a package's own __init__ left out: each says only what it holds)."""
+    files = project_files()
+    return {name: {other for other in imported(path) if other in files and other not in PACKAGES and other != name}
+            for name, path in files.items()}
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle, as the modules along it, or None."""
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        state[name] = "open"
+        for other in sorted(graph[name]):
+            if state.get(other) == "open":
+                return [*path[path.index(other):], other] if other in path else [*path, other]
+            if other not in state and (found := visit(other, [*path, other])):
+                return found
+        state[name] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return None
+
+
+def test_the_project_has_no_import_circles():
+    graph = import_graph()
+    assert {"app", "wiring", "ui.chat_state", "web.guard", "api.gate", "history.layer"} <= graph.keys()
+    found = cycle(graph)
+    assert found is None, "an import circle: " + " -> ".join(found or [])
+
+
+def test_the_circle_check_finds_a_circle_through_an_import_inside_a_function():
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_the_engine_imports_nothing_above_it():
+    for name, path in project_files().items():
+        if name.split(".")[0] == "engine":
+            above = {module for module in imported(path) if module.split(".")[0] in ABOVE_THE_ENGINE}
+            assert not above, f"{path.relative_to(ROOT)} imports {sorted(above)}"
+
+
+def test_only_the_engine_and_the_api_import_vllm():
+    for name, path in project_files().items():
+        if name.split(".")[0] in WITHOUT_VLLM:
+            vllm = {module for module in imported(path) if module.split(".")[0] == "vllm"}
+            assert not vllm, f"{path.relative_to(ROOT)} imports {sorted(vllm)}"
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    return {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+            for target in node.targets if isinstance(target, ast.Name)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
+def session_keys() -> set[str]:
+    """The keys the app's code sets in a chat's user session: `cl.user_session.set(KEY, ...)`, `session[KEY] = ...`."""
+    keys = set()
+    for path in project_files().values():
+        tree = ast.parse(path.read_text())
+        named = _constants(tree)
+        for node in ast.walk(tree):
+            key = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set" \
+                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "user_session":
+                key = node.args[0]
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
+                    and isinstance(node.value, ast.Name) and node.value.id == "session":
+                key = node.slice
+            if isinstance(key, ast.Constant):
+                keys.add(key.value)
+            elif isinstance(key, ast.Name):
+                keys.add(named.get(key.id, key.id))
+    return keys
+
+
+def test_every_key_the_app_keeps_in_a_chats_session_stays_out_of_the_stored_thread():
+    keys = session_keys()
+    assert {"request_id", "pending", "start_task"} <= keys, "the search finds the keys it should"
+    assert keys <= IN_MEMORY_ONLY, f"stored with the thread, though only the chat needs them: {keys - IN_MEMORY_ONLY}"
+    assert IN_MEMORY_ONLY <= keys, f"IN_MEMORY_ONLY names keys nothing sets any more: {IN_MEMORY_ONLY - keys}"
