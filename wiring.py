@@ -28,8 +28,8 @@ def install():
     """Patch Chainlit, make the shared engine and put the API, history, sign-in and guard around it; returns the
     engine and the history's data layer (None when the history is off)."""
     patch_chainlit()
+    engine = shared_engine()  # first: it ends engine processes an earlier run left holding memory and the port
     exit_if_port_taken()
-    engine = shared_engine()
     open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
     attachments.own_upload_folder()
     layer = history_layer.install(engine.settings)  # None: off

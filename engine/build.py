@@ -8,13 +8,14 @@ import asyncio
 import contextlib
 import json
 import os
+import stat
 import sys
 import threading
 import time
 import types
 from pathlib import Path
 
-from engine import int8_weights
+from engine import int8_weights, lifeline
 
 
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
@@ -105,6 +106,7 @@ def fork_engine_core():
     """
     previous = os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"
+    os.environ[lifeline.PARENT_ENV] = str(os.getpid())
     FORKING.set()
     try:
         yield
@@ -117,21 +119,41 @@ def fork_engine_core():
 
 
 def end_with_the_app() -> None:
-    """In a forked engine core: a session of its own (no Ctrl-C from the app's terminal), ended when the
-    app ends (Linux), none of the app's signal wakeups (a signal to the core must not reach the app's
-    event loop through the wakeup fd it inherited), and its output on fds 1 and 2."""
+    """In a forked engine core: ended with the app however it ends (engine/lifeline.py), none of the app's
+    signal wakeups (a signal to the core must not reach the app's event loop through the wakeup fd it
+    inherited), none of its listening sockets (a core that outlived the app would keep its port), and its
+    output on fds 1 and 2."""
     if not FORKING.is_set():
         return
     import signal
 
-    os.setsid()
+    lifeline.bind_to_parent()
     signal.set_wakeup_fd(-1)
-    with contextlib.suppress(AttributeError, OSError):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    close_listening_sockets()
     write_to_fds_1_and_2()
     leave_a_core_to_the_app()
+
+
+def close_listening_sockets() -> None:
+    """Close the TCP sockets the app listens on (its web server's), which the fork copied into this process."""
+    import socket
+
+    for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []:
+        fd = int(name)
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            probe = socket.socket(fileno=fd)
+        except OSError:
+            continue
+        try:
+            listening = (probe.family in (socket.AF_INET, socket.AF_INET6)
+                         and probe.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+        except OSError:
+            listening = False
+        probe.detach()  # the probe must not close what it only looked at
+        if listening:
+            os.close(fd)
 
 
 def leave_a_core_to_the_app() -> None:
@@ -179,7 +201,7 @@ def engine_processes_apart():
     exited mid-step and its engine core reported "EngineCore encountered a fatal error" with a dump of
     its state before the app had begun to stop them. Apart, they get no Ctrl-C; the app's shutdown stops
     them in order. vLLM starts them with multiprocessing's spawn, whose interpreter is named here
-    (`engine/engine-process`: the same Python, after `setsid` and a parent-death signal).
+    (`engine/engine-process`: the same Python, bound to its parent first: engine/lifeline.py).
     """
     import multiprocessing.spawn
 
@@ -188,6 +210,7 @@ def engine_processes_apart():
         return
     previous = multiprocessing.spawn.get_executable()
     os.environ["ERNIE_CHAT_PYTHON"] = sys.executable
+    os.environ[lifeline.PARENT_ENV] = str(os.getpid())
     multiprocessing.spawn.set_executable(str(ENGINE_PROCESS))
     try:
         yield

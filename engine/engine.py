@@ -12,26 +12,25 @@ import atexit
 import logging
 import os
 import signal
-import sys
 import threading
 import time
-import types
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import build, download, hardware, presets, sizing
+from engine import build, download, hardware, leftovers, presets, sizing
 from engine.chat import build_prompt, stop_token_ids
 from engine.enginelog import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
 from engine.progress import ProgressReports
-from engine.records import ProgressCallback, Stats, Status
+from engine.records import ProgressCallback, ReplyClock, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
+from engine.single_flight import SingleFlight
 from engine.startup import classify_start_error, plan_start
+from runtime import RUNTIME, kept
 
 log = logging.getLogger("engine")
-RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
-ENGINE_OUTPUT = RUNTIME.__dict__.setdefault("engine_output", OutputTail())
+ENGINE_OUTPUT = kept("engine_output", OutputTail)
 # Prompts are rendered and tokenized off the event loop (the whole chat, per message: a fifth of the chat
 # server's time with 32 multi-turn chats), in one thread: a tokenizer used by two threads at once can fail
 # with "Already borrowed".
@@ -55,10 +54,11 @@ class ChatEngine:
         self._tokenizer = None
         self._stop_ids: list[int] = []
         self._engine_pids: set[int] = set()
+        self._building_beside: set[int] | None = None  # while vLLM is built: the processes that were there before
         self._gpu_baseline: int | None = None
         self._lock = asyncio.Lock()  # one start, switch or shutdown at a time
-        self._start_task: asyncio.Future | None = None
         self._progress = ProgressReports()
+        self._start = SingleFlight(self._progress)
         self._active: set[str] = set()  # the chats' requests
         # sequences the OpenAI-compatible API has in flight (counted by engine/api_gate.py): a request with n=4
         # takes 4 of the preset's slots, as 4 chats would
@@ -91,21 +91,9 @@ class ChatEngine:
         """
         if self.ready:
             return
-        if self.failure is not None and not retry and self._start_task is None:
+        if self.failure is not None and not retry and not self._start.running:
             raise self.failure
-        self._progress.add(progress)
-        try:
-            if self._start_task is None:
-                self._start_task = asyncio.ensure_future(self._start_locked())
-                self._start_task.add_done_callback(self._start_finished)
-            await asyncio.shield(self._start_task)
-        finally:
-            self._progress.remove(progress)
-
-    def _start_finished(self, task: asyncio.Future) -> None:
-        self._start_task = None
-        if not task.cancelled():
-            task.exception()  # marks it retrieved; every waiter has already seen it
+        await self._start.join(self._start_locked, progress)
 
     async def _start_locked(self) -> None:
         async with self._lock:
@@ -133,33 +121,7 @@ class ChatEngine:
                 folder = await download.fetch(self.settings, lambda text: self._progress.emit(text, began))
             else:
                 folder = await asyncio.to_thread(download.local_folder, self.settings)
-            kwargs = presets.engine_kwargs(
-                self.preset, str(folder), self.device.total_bytes if self.device.kind == "cuda" else None,
-                plan.dtype, self.settings.gpus, self.settings.parallel,
-            )
-            kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
-            stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
-            before = hardware.child_pids()
-            mark = ENGINE_OUTPUT.mark()
-            with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
-                building = asyncio.ensure_future(asyncio.to_thread(build.build_engine, kwargs))
-                while not building.done():
-                    await self._progress.emit(stage, began)
-                    await asyncio.wait([building], timeout=1.0)
-            try:
-                self._llm, self._tokenizer = building.result()
-                self._llm_stopped = threading.Event()
-                # how vLLM's output handler reads the engine: sharing the loop, and quiet when we stop it
-                build.share_the_event_loop(self._llm.engine_core)
-                build.end_quietly_when_stopped(self._llm.engine_core, self._llm_stopped.is_set)
-            except Exception as error:
-                self._engine_pids = hardware.child_pids() - before
-                await self._stop_engine()
-                await asyncio.sleep(0.2)  # the engine process's last lines are still in the pipe
-                cause = classify_start_error(error, self.settings.model, self.preset, ENGINE_OUTPUT.since(mark))
-                raise cause from error
-            self._engine_pids = hardware.child_pids() - before
-            self._stop_ids = stop_token_ids(self._tokenizer)
+            await self._build(self._engine_kwargs(plan, folder), began)
             if self.settings.warmup:
                 await self._progress.emit("Warming up", began)
                 await self._warm_up()
@@ -169,6 +131,41 @@ class ChatEngine:
                      time.monotonic() - began)
         finally:
             self.starting = False
+
+    def _engine_kwargs(self, plan, folder) -> dict:
+        kwargs = presets.engine_kwargs(
+            self.preset, str(folder), self.device.total_bytes if self.device.kind == "cuda" else None,
+            plan.dtype, self.settings.gpus, self.settings.parallel,
+        )
+        kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
+        return kwargs
+
+    async def _build(self, kwargs: dict, began: float) -> None:
+        """vLLM's constructor, in a thread; every process it starts is known from the first moment, so that a
+        shutdown meanwhile ends them too (`shutdown`)."""
+        stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
+        self._building_beside = hardware.child_pids()
+        mark = ENGINE_OUTPUT.mark()
+        try:
+            with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
+                building = asyncio.ensure_future(asyncio.to_thread(build.build_engine, kwargs))
+                while not building.done():
+                    await self._progress.emit(stage, began)
+                    await asyncio.wait([building], timeout=1.0)
+            self._engine_pids = hardware.child_pids() - self._building_beside
+            try:
+                self._llm, self._tokenizer = building.result()
+            except Exception as error:
+                await self._stop_engine()
+                await asyncio.sleep(0.2)  # the engine process's last lines are still in the pipe
+                raise classify_start_error(error, self.settings.model, self.preset, ENGINE_OUTPUT.since(mark)) from error
+        finally:
+            self._building_beside = None
+        self._llm_stopped = threading.Event()
+        # how vLLM's output handler reads the engine: sharing the loop, and quiet when we stop it
+        build.share_the_event_loop(self._llm.engine_core)
+        build.end_quietly_when_stopped(self._llm.engine_core, self._llm_stopped.is_set)
+        self._stop_ids = stop_token_ids(self._tokenizer)
 
     async def _warm_up(self) -> None:
         """Run the first requests now: the first round at a batch size compiles kernels."""
@@ -244,11 +241,19 @@ class ChatEngine:
         return 0 if used is None else max(used - (self._gpu_baseline or 0), 0)
 
     def shutdown(self) -> None:
-        """Stop the engine and its processes; safe to call any number of times, from any thread."""
+        """Stop the engine and its processes; safe to call any number of times, from any thread.
+
+        During vLLM's build the engine is not ours yet, but its processes are: those started since the build
+        began are ended (a SIGTERM, which a process being built obeys at once), and the build then fails."""
         llm, self._llm = self._llm, None
         if llm is not None:
             self._llm_stopped.set()
             llm.shutdown()
+        beside = self._building_beside
+        if beside is not None:
+            self._llm_stopped.set()
+            self._engine_pids |= hardware.child_pids() - beside
+            hardware.terminate(self._engine_pids)
         survivors = hardware.wait_gone(self._engine_pids)
         if survivors:
             log.error("engine processes survived shutdown: %s", survivors)
@@ -300,10 +305,11 @@ class ChatEngine:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
+        from engine.top_p import hand_over
+
         llm = self._llm
         if llm is None:
             raise EngineDiedError("it is not running")
-        first = last = None
         generated = cached = 0
         finish = None
         self._active.add(request_id)  # from the first moment: `saturated()` must count it while its prompt is built
@@ -311,19 +317,17 @@ class ChatEngine:
             prompt = await asyncio.get_running_loop().run_in_executor(
                 PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len,
                 sampling.max_tokens)
-            params = SamplingParams(
+            params = hand_over(SamplingParams(  # top p by the engine's processor (engine/top_p.py)
                 temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
                 ignore_eos=sampling.ignore_eos, seed=sampling.seed,
                 stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
                 output_kind=RequestOutputKind.DELTA,
-            )
-            began = time.perf_counter()
+            ), llm)
+            clock = ReplyClock()
             async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id):
                 completion = out.outputs[0]
                 generated += len(completion.token_ids)
-                last = time.perf_counter()
-                if first is None and completion.token_ids:
-                    first = last
+                clock.arrived(tokens=bool(completion.token_ids))
                 if completion.text:
                     yield completion.text
                 if out.finished:
@@ -338,16 +342,7 @@ class ChatEngine:
             raise
         finally:
             self._active.discard(request_id)
-        decode_s = (last - first) if first is not None and last is not None else 0.0
-        yield Stats(
-            ttft_s=None if first is None else first - began,
-            decode_tokens_per_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
-            prompt_tokens=len(prompt.token_ids), generated_tokens=generated, cached_tokens=cached,
-            finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
-            total_s=time.perf_counter() - began, max_tokens=prompt.max_tokens,
-            context_full=prompt.max_tokens < sampling.max_tokens, max_model_len=self.preset.max_model_len,
-            cut=prompt.cut,
-        )
+        yield clock.stats(prompt, sampling.max_tokens, generated, cached, finish, self.preset.max_model_len)
 
     def _restart_in_background(self) -> None:
         """After the engine died, start a new one now; the next message joins that start."""
@@ -357,7 +352,7 @@ class ChatEngine:
             except Exception:
                 log.exception("restarting the engine failed; the next message will try again")
 
-        if self._start_task is None and not self.closing:
+        if not self._start.running and not self.closing:
             asyncio.get_running_loop().create_task(restart())
 
     def saturated(self) -> bool:
@@ -427,7 +422,9 @@ class ChatEngine:
 
 def shared_engine():
     """The process's engine, created on first call and kept across `-w` re-imports: the embedded one, or
-    a client of the vLLM server at CHAT_ENGINE_URL (engine/remote.py), behind the same methods."""
+    a client of the vLLM server at CHAT_ENGINE_URL (engine/remote.py), behind the same contract
+    (engine/backend.py). Before the embedded one exists, engine processes that an earlier run of this app left
+    behind in its data folder are ended (engine/leftovers.py): call this before the port is checked."""
     engine = getattr(RUNTIME, "engine", None)
     if engine is None:
         settings = load_settings()
@@ -436,6 +433,8 @@ def shared_engine():
 
             engine = RUNTIME.engine = RemoteEngine(settings)
         else:
+            leftovers.end_leftovers(settings.data_folder)
+            leftovers.mark_engines_of_this_app(settings.data_folder)
             engine = RUNTIME.engine = ChatEngine(settings)
         atexit.register(engine.shutdown)
     return engine

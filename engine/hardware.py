@@ -135,6 +135,15 @@ def child_pids() -> set[int]:
     return pids
 
 
+def terminate(pids: set[int]) -> None:
+    """Ask these processes to end (SIGTERM); `wait_gone` then waits for them."""
+    for pid in pids:
+        try:
+            psutil.Process(pid).terminate()
+        except psutil.Error:
+            pass
+
+
 def wait_gone(pids: set[int], timeout_s: float = 10.0) -> set[int]:
     """Wait for these processes to exit, killing any that outlive the timeout; return survivors."""
     procs = []

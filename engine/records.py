@@ -1,8 +1,10 @@
-"""What the engine reports: start-up progress, the cost of one reply, and its own status.
+"""What the engine reports: start-up progress, the cost of one reply (and the clock that measures it), and
+its own status.
 
 Plain records, so the UI can show them without knowing anything about vLLM.
 """
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -45,6 +47,35 @@ class Stats:
     context_full: bool = False  # the limit came from the context, not from 'max new tokens'
     max_model_len: int = 0
     cut: tuple[Cut, ...] = ()  # attachments of the question that were cut to fit the context
+
+
+class ReplyClock:
+    """Times one reply as it streams, and turns what it cost into its `Stats` (the same for both backends)."""
+
+    def __init__(self):
+        self.began = time.perf_counter()
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def arrived(self, tokens: bool = True) -> None:
+        """A piece of the reply came (`tokens`: it held tokens, so the first token is here at the latest)."""
+        self.last = time.perf_counter()
+        if self.first is None and tokens:
+            self.first = self.last
+
+    def stats(self, prompt, asked_tokens: int, generated: int, cached: int, finish: str | None, max_model_len: int,
+              prompt_tokens: int | None = None) -> Stats:
+        """The reply's `Stats`; `prompt` is engine.chat's Prompt it answered, `asked_tokens` the reply limit asked."""
+        decode_s = (self.last - self.first) if self.first is not None and self.last is not None else 0.0
+        return Stats(
+            ttft_s=None if self.first is None else self.first - self.began,
+            decode_tokens_per_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
+            prompt_tokens=len(prompt.token_ids) if prompt_tokens is None else prompt_tokens,
+            generated_tokens=generated, cached_tokens=cached, finish_reason=finish or "abort",
+            dropped_messages=prompt.dropped_messages, total_s=time.perf_counter() - self.began,
+            max_tokens=prompt.max_tokens, context_full=prompt.max_tokens < asked_tokens,
+            max_model_len=max_model_len, cut=prompt.cut,
+        )
 
 
 @dataclass(frozen=True)

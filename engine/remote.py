@@ -20,8 +20,9 @@ import httpx
 from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
-from engine.records import ProgressCallback, Stats, Status
+from engine.records import ProgressCallback, ReplyClock, Stats, Status
 from engine.settings import Sampling, Settings
+from engine.single_flight import SingleFlight
 
 log = logging.getLogger("engine")
 CHECK_EVERY_S = 2.0  # how often the server's /metrics is read (and, while it is down, how often it is tried)
@@ -46,7 +47,7 @@ class RemoteEngine:
         self._active: dict[str, object] = {}  # request id -> its open stream
         self._aborted: set[str] = set()
         self._progress = ProgressReports()
-        self._connecting: asyncio.Future | None = None
+        self._connecting = SingleFlight(self._progress)
         self._watch: asyncio.Task | None = None
         self._closed = False
         key = settings.engine_key.get_secret_value() if settings.engine_key else None
@@ -62,19 +63,7 @@ class RemoteEngine:
         """Connect unless connected; concurrent callers share one attempt. Raises RemoteEngineError."""
         if self.ready:
             return
-        self._progress.add(progress)
-        try:
-            if self._connecting is None:
-                self._connecting = asyncio.ensure_future(self._connect())
-                self._connecting.add_done_callback(self._connected)
-            await asyncio.shield(self._connecting)
-        finally:
-            self._progress.remove(progress)
-
-    def _connected(self, task: asyncio.Future) -> None:
-        self._connecting = None
-        if not task.cancelled():
-            task.exception()
+        await self._connecting.join(self._connect, progress)
 
     async def _connect(self) -> None:
         began = time.monotonic()
@@ -146,14 +135,12 @@ class RemoteEngine:
             self._aborted.discard(request_id)
 
     async def _generate(self, turns, sampling: Sampling, prompt: Prompt, request_id: str):
-        """One streamed chat completion. Its server-sent events are read as plain JSON: per token, a typed
-        client's objects cost the app more than the rest of the chat path (measured on the H200)."""
+        """One streamed chat completion, its server-sent events read as plain JSON (per token, a typed client's
+        objects would cost more than the rest of the chat path: docs/scaling.md)."""
         body = {"model": self.model, "messages": turns, "max_tokens": prompt.max_tokens, "stream": True,
                 "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": sampling.seed,
                 "ignore_eos": sampling.ignore_eos, "stream_options": {"include_usage": True}}
-        began = time.perf_counter()
-        first = last = usage = finish = None
-        pieces = 0
+        clock, reply = ReplyClock(), _Reply()
         try:
             async with self._http().stream("POST", f"{self.url}/chat/completions", json=body) as response:
                 if response.status_code != 200:
@@ -161,19 +148,8 @@ class RemoteEngine:
                     raise RemoteEngineError(self.url, f"HTTP {response.status_code}: {detail}")
                 self._active[request_id] = response
                 async for line in response.aiter_lines():
-                    if not line.startswith("data: {"):
-                        continue
-                    chunk = json.loads(line[6:])
-                    usage = chunk.get("usage") or usage
-                    if not chunk.get("choices"):
-                        continue
-                    last = time.perf_counter()
-                    first = first or last
-                    choice = chunk["choices"][0]
-                    finish = choice.get("finish_reason") or finish
-                    text = (choice.get("delta") or {}).get("content")
+                    text = reply.read(line, clock)
                     if text:
-                        pieces += 1
                         yield text
         except (httpx.HTTPError, httpx.StreamError, ValueError) as error:  # leaving `async with` closed the stream
             if request_id not in self._aborted:
@@ -181,26 +157,16 @@ class RemoteEngine:
                 if isinstance(error, httpx.TransportError):
                     self._up = False
                 raise RemoteEngineError(self.url, _describe(error)) from error
-        if request_id in self._aborted:
-            finish = "abort"
-        generated = usage["completion_tokens"] if usage else pieces
-        cached = ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        decode_s = (last - first) if first is not None and last is not None else 0.0
-        yield Stats(
-            ttft_s=None if first is None else first - began,
-            decode_tokens_per_s=(generated - 1) / decode_s if decode_s > 0 and generated > 1 else None,
-            prompt_tokens=usage["prompt_tokens"] if usage else len(prompt.token_ids), generated_tokens=generated,
-            cached_tokens=cached, finish_reason=finish or "abort", dropped_messages=prompt.dropped_messages,
-            total_s=time.perf_counter() - began, max_tokens=prompt.max_tokens,
-            context_full=prompt.max_tokens < sampling.max_tokens, max_model_len=self.max_model_len or 0,
-            cut=prompt.cut,
-        )
+        usage = reply.usage or {}
+        yield clock.stats(prompt, sampling.max_tokens, usage.get("completion_tokens", reply.pieces),
+                          (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
+                          "abort" if request_id in self._aborted else reply.finish, self.max_model_len or 0,
+                          usage.get("prompt_tokens"))
 
     def _http(self) -> httpx.AsyncClient:
         """One connection pool for every reply (made in the event loop); no read timeout: a queued reply waits.
-        An idle connection is dropped after 2 s, well before `vllm serve` drops it (5 s, uvicorn's keep-alive):
-        at httpx's default of 5 s a reply sent on a connection the server was just closing failed with a
-        ReadError (seen with 32 chats opening at once on a busy machine)."""
+        An idle connection is dropped well before `vllm serve` drops it (5 s, uvicorn's keep-alive), so that no
+        reply is sent on a connection the server is just closing (it would fail with a ReadError)."""
         if self._client is None:
             limits = httpx.Limits(max_connections=None, keepalive_expiry=KEEPALIVE_S)
             self._client = httpx.AsyncClient(headers=self._headers, limits=limits,
@@ -260,6 +226,30 @@ class RemoteEngine:
     @staticmethod
     def preload() -> None:
         """Nothing to import ahead of time: no engine runs in this process."""
+
+
+class _Reply:
+    """What the server's events of one reply said so far: its usage, finish reason and pieces of text."""
+
+    def __init__(self):
+        self.usage: dict | None = None
+        self.finish: str | None = None
+        self.pieces = 0
+
+    def read(self, line: str, clock: ReplyClock) -> str | None:
+        """One line of the event stream; returns the text it adds, if any."""
+        if not line.startswith("data: {"):
+            return None
+        chunk = json.loads(line[6:])
+        self.usage = chunk.get("usage") or self.usage
+        if not chunk.get("choices"):
+            return None
+        clock.arrived()
+        choice = chunk["choices"][0]
+        self.finish = choice.get("finish_reason") or self.finish
+        text = (choice.get("delta") or {}).get("content")
+        self.pieces += bool(text)
+        return text
 
 
 def read_gauges(text: str) -> dict[str, float]:

@@ -89,6 +89,11 @@ class Settings(BaseSettings):
         "from a browser, comma-separated (e.g. http://localhost:3000 for a web app of your own that uses the API).")
 
     @property
+    def data_folder(self) -> Path:
+        """Where this app keeps its own files: the history's folder (also the sign-in secret, the engine's marks)."""
+        return self.history_db.parent
+
+    @property
     def allowed_host_list(self) -> list[str]:
         return _split(self.allowed_hosts)
 

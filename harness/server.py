@@ -7,9 +7,35 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
+TAG = "ERNIE_CHAT_TEST_SERVER"  # in the environment of a test server and of every process it starts
+
+
+def tagged(tag: str) -> list[psutil.Process]:
+    """The running processes (zombies aside) whose environment carries `tag`: a server and all it started."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(TAG) == tag:
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def describe(procs: list[psutil.Process]) -> str:
+    said = []
+    for proc in procs:
+        try:
+            said.append(f"pid {proc.pid} (parent {proc.ppid()}): {' '.join(proc.cmdline())[:80]}")
+        except psutil.Error:
+            said.append(f"pid {proc.pid} (gone)")
+    return "; ".join(said)
 
 
 def stop_process_group(proc: subprocess.Popen, timeout: float = 30) -> None:
@@ -39,8 +65,10 @@ class ChainlitServer:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         # each server keeps its chats in its own database beside its log, unless the test names one
+        self.tag = uuid.uuid4().hex
         self.env = {**os.environ, "CHAT_HISTORY_DB": str(log_path.parent / "chats.db"), **env,
-                    "CHAINLIT_HOST": host, "PYTHONUNBUFFERED": "1"}
+                    "CHAINLIT_HOST": host, "PYTHONUNBUFFERED": "1", TAG: self.tag}
+        self.left_behind: list[str] = []  # what `stop()` found still running after the server had exited
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.watch = watch
@@ -72,17 +100,49 @@ class ChainlitServer:
 
     def stop(self, timeout: float = 30, ctrl_c: bool = False) -> int:
         """SIGTERM, as a service manager would; returns the exit code. `ctrl_c`: SIGINT to the whole process
-        group instead, as a terminal sends it."""
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else 0
-        if ctrl_c:
-            os.killpg(self.proc.pid, signal.SIGINT)
-        else:
-            self.proc.send_signal(signal.SIGTERM)
+        group instead, as a terminal sends it. Whatever the server started and left running is ended too, and
+        named in `left_behind` (an engine process must end with its app: tests/test_orphans.py)."""
+        if self.proc is None:
+            return 0
         try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            return self.proc.wait()
+            if self.proc.poll() is not None:
+                return self.proc.returncode
+            if ctrl_c:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            else:
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                return self.proc.wait()
         finally:
             self.log.close()
+            self.end_left_behind()
+
+    def kill(self, signum: int = signal.SIGKILL, group: bool = False) -> int:
+        """End the server abruptly with `signum` (to its whole process group with `group`, as Ctrl-C in a terminal
+        does); returns its exit code. What it started is left to end by itself (`wait_left_behind`)."""
+        (os.killpg if group else os.kill)(self.proc.pid, signum)
+        try:
+            return self.proc.wait(60)
+        finally:
+            self.log.close()
+
+    def wait_left_behind(self, timeout: float = 15) -> list[psutil.Process]:
+        """The processes the server started that are still running `timeout` seconds after it exited."""
+        deadline = time.monotonic() + timeout
+        while (left := [p for p in tagged(self.tag) if p.pid != self.proc.pid]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return left
+
+    def end_left_behind(self) -> None:
+        left = [p for p in tagged(self.tag) if self.proc is None or p.pid != self.proc.pid]
+        if left:
+            self.left_behind.append(describe(left))
+            for proc in left:
+                try:
+                    proc.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(left, timeout=10)

@@ -1,0 +1,66 @@
+"""The engine's contract: what app.py, the chat UI and the API gate use of an engine, whichever runs it.
+
+Two backends meet it: `ChatEngine` (engine/engine.py, vLLM embedded in this process) and `RemoteEngine`
+(engine/remote.py, a running vLLM server over HTTP); `shared_engine()` picks one at start from the settings,
+and nothing above engine/ asks which. A backend says what it allows instead of what it is: `presets_locked`
+(why presets cannot be switched, or None) and `serves_api` (whether the chat server can serve the OpenAI API
+from its `client`). tests/test_backend.py checks both against this Protocol.
+"""
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol, runtime_checkable
+
+from engine import presets
+from engine.errors import ChatError
+from engine.records import ProgressCallback, Stats, Status
+from engine.settings import Sampling, Settings
+
+
+@runtime_checkable
+class Backend(Protocol):
+    settings: Settings
+    preset_name: str  # the preset that runs (or will), as the sidebar shows it
+    preset: presets.Preset | None  # its values once started; None for a remote server
+    presets_locked: str | None
+    serves_api: bool
+    starting: bool
+    failure: ChatError | None  # why the last start failed, until a retry
+    api_sequences: int  # sequences the OpenAI API has in flight (counted by api/gate.py)
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def max_model_len(self) -> int | None: ...
+
+    async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
+        """Start (or connect) unless running; concurrent callers share one attempt. Raises a ChatError."""
+
+    def stream(self, messages: list[dict], sampling: Sampling | None = None, system_prompt: str | None = None,
+               request_id: str | None = None) -> AsyncIterator[str | Stats]:
+        """The reply's text deltas, then one `Stats`; closing the stream aborts the request."""
+
+    async def abort(self, request_id: str) -> None:
+        """Stop one request; its stream ends with finish reason 'abort'."""
+
+    async def abort_all(self) -> None:
+        """Stop every request in flight."""
+
+    def saturated(self) -> bool:
+        """True when a new request would wait for a free sequence slot."""
+
+    async def switch_preset(self, name: str, progress: ProgressCallback | None = None,
+                            before_stop: Callable[[], Awaitable[None]] | None = None) -> bool:
+        """Run preset `name` instead; False when it runs already. Raises a ChatError saying why not."""
+
+    def status(self) -> Status:
+        """What runs where, and how busy it is; never starts anything."""
+
+    def preload(self) -> None:
+        """Prepare what the first start needs (imports); runs in a thread at server start."""
+
+    def expect_stop_on_signals(self) -> None:
+        """From Ctrl-C or SIGTERM on, the engine's end is the stop the user asked for, not a crash."""
+
+    def shutdown(self) -> None:
+        """Stop whatever this process started for the engine; safe to call often, from any thread."""
