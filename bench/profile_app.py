@@ -19,7 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARIES = ("chainlit", "socketio", "engineio", "uvicorn", "websockets", "wsproto", "h11", "starlette",
-             "vllm", "transformers", "tokenizers", "asyncio", "uvloop", "app.py", "engine/", "ui/")
+             "vllm", "transformers", "tokenizers", "asyncio", "uvloop", "app.py", "engine/", "ui/", "web/", "api/",
+             "history/")
 
 
 def library_of(frame: str) -> str:
