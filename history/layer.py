@@ -93,7 +93,8 @@ class HistoryLayer(SQLAlchemyDataLayer):
     async def execute_sql(self, query: str, parameters: dict):
         """Chainlit's contract (rows as dicts, or the row count; None after an error, which is logged), on a plain
         connection instead of an ORM session per query. SQLite runs each query whole in the layer's own thread:
-        one hop instead of one per driver call (a third of the cost), and its one writer never waits for a lock."""
+        one hop instead of one per driver call (docs/benchmarks.md, "What the history costs"), and its one writer
+        never waits for a lock."""
         values = {key: self._plain(key, value) for key, value in parameters.items()}
         try:
             if self.sqlite:

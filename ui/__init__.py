@@ -1,1 +1,1 @@
-"""What the chat shows: sidebar widgets and the text of progress, stats and status. Never imports vllm."""
+"""What the chat shows: a chat's state, its replies, the sidebar, notes and notices. Never imports vllm."""
