@@ -7,6 +7,8 @@ chat's do. One app is built per engine instance (a preset switch builds a new en
 
 import warnings
 
+from engine import top_p
+
 SERVED_PATHS = frozenset({"/v1/models", "/v1/chat/completions", "/v1/completions"})
 
 
@@ -35,4 +37,5 @@ async def build_openai_app(llm, model: str, stop_ids: list[int]):
                     getattr(app.state, "openai_serving_completion", None)):
         if serving is not None:
             serving.default_sampling_params["stop_token_ids"] = list(stop_ids)
+            serving.engine_client = top_p.hand_over_client(llm)  # top p by the engine's processor (engine/top_p.py)
     return app

