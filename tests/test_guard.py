@@ -49,7 +49,8 @@ def test_failed_sign_ins_are_slowed_per_key_and_age_out():
     assert not failed.failures, "keys without recent failures are forgotten"
     stamp = failed.add(["user:carol"])
     failed.undo(["user:carol"], stamp)
-    assert failed.wait_s(["user:carol"]) == 0 and not failed.failures["user:carol"], "a sign-in that worked is no failure"
+    assert failed.wait_s(["user:carol"]) == 0 and not failed.failures["user:carol"], \
+        "a sign-in that worked is no failure"
 
 
 def cors_headers(response: httpx.Response) -> list[str]:
@@ -58,7 +59,7 @@ def cors_headers(response: httpx.Response) -> list[str]:
 
 def websocket_status(port: int, host: str, origin: str | None = None) -> int:
     """The status line a browser's WebSocket to the chat's socket gets (101: opened)."""
-    lines = [f"GET /ws/socket.io/?EIO=4&transport=websocket HTTP/1.1", f"Host: {host}", "Upgrade: websocket",
+    lines = ["GET /ws/socket.io/?EIO=4&transport=websocket HTTP/1.1", f"Host: {host}", "Upgrade: websocket",
              "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13"]
     if origin:
         lines.append(f"Origin: {origin}")
