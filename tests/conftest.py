@@ -1,9 +1,17 @@
-"""Shared fixtures: a tiny ERNIE-architecture model and one real vLLM engine per test session."""
+"""Shared fixtures: a tiny ERNIE-architecture model and one real vLLM engine per test session; and the two tiers.
 
+A test is `slow` when it, a fixture it uses, or a function of its module that either calls starts an engine, a
+server or a browser (the calls in STARTS, found in their source at collection); `pytest -m "not slow"` runs the
+rest in seconds. Each test left in the fast tier is held to it: starting any of those raises and says to mark it.
+"""
+
+import inspect
 import json
 import os
+import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -53,3 +61,66 @@ def app_server(engine_env, tmp_path_factory):
     server = ChainlitServer({**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)}, log).start()
     yield server
     assert server.stop() == 0, f"the server did not exit cleanly; see {log}"
+    assert not server.left_behind, f"the server left processes running: {server.left_behind}; see {log}"
+
+
+# What starts an engine, a server or a browser: the harness's servers, an engine's first start or reply, Chromium,
+# the app, another Python (a fresh interpreter that imports torch or vLLM takes seconds to tens of seconds).
+STARTS = re.compile(r"\b(ChainlitServer|VllmServer|PostgresServer|NginxProxy|HubMirror)\(|\.ensure_started\("
+                    r"|\.stream\(|\bwebdriver\.|\"chainlit\", \"run\""
+                    r"|\bsubprocess\.(run|Popen|check_call|check_output)\(\[(sys\.executable|python)\b")
+
+
+def _starts_something(func, seen: set) -> bool:
+    """Whether `func`'s source, or that of a function of its own module that it names, matches STARTS."""
+    func = inspect.unwrap(func)
+    if not isinstance(func, types.FunctionType) or func in seen:
+        return False
+    seen.add(func)
+    try:
+        if STARTS.search(inspect.getsource(func)):
+            return True
+    except (OSError, TypeError):
+        return False
+    codes, names = [func.__code__], set()
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    return any(_starts_something(called, seen) for name in names
+               if getattr(called := func.__globals__.get(name), "__module__", None) == func.__module__)
+
+
+def _is_slow(item) -> bool:
+    if item.get_closest_marker("slow"):
+        return True
+    seen: set = set()
+    fixtures = [fixture.func for defs in item._fixtureinfo.name2fixturedefs.values() for fixture in defs]
+    return any(_starts_something(func, seen) for func in [getattr(item, "obj", None), *fixtures])
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "browser" in item.fixturenames:
+            item.add_marker(pytest.mark.browser)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_nothing(request, monkeypatch):
+    """In a test of the fast tier, building a vLLM engine or starting one of the harness's servers fails at once
+    and says why (a start its source does not show, inside another module, say), instead of slowing the tier."""
+    if request.node.get_closest_marker("slow"):
+        return
+    from engine import build
+    from harness import hub_mirror, nginx, postgres, server, vllm_server
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"{request.node.nodeid} starts an engine or a server but is not marked slow: "
+                           "add @pytest.mark.slow, or the call that starts it to STARTS in tests/conftest.py")
+
+    for owner, name in ((build, "build_engine"), (server.ChainlitServer, "start"), (server.ChainlitServer, "launch"),
+                        (vllm_server.VllmServer, "start"), (postgres.PostgresServer, "start"),
+                        (nginx.NginxProxy, "start"), (hub_mirror.HubMirror, "__enter__")):
+        monkeypatch.setattr(owner, name, refuse)

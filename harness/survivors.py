@@ -1,0 +1,49 @@
+"""After the test suite: fail when an engine process, or anything a test server started, still runs.
+
+`python -m harness.survivors` lists vLLM's engine processes (they name themselves `VLLM::...`) and processes that
+carry a test server's tag (harness/server.py), waits a few seconds for any that are just ending, and exits 1
+naming those still there (then ends them, so that the machine is left clean).
+"""
+
+import os
+import sys
+import time
+
+import psutil
+
+from harness.server import TAG, describe
+
+WAIT_S = 10
+
+
+def survivors() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if " ".join(proc.cmdline()).startswith("VLLM::") or TAG in proc.environ():
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def main() -> int:
+    deadline = time.monotonic() + WAIT_S
+    while (left := survivors()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if not left:
+        print("survivors: no engine process and nothing of a test server is left running")
+        return 0
+    print(f"survivors: still running after the tests: {describe(left)}", file=sys.stderr)
+    for proc in left:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

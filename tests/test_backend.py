@@ -1,0 +1,43 @@
+"""Both backends meet the engine's contract (engine/backend.py) that app.py, the chat UI and the API gate use:
+every member there, every method with the contract's parameters. Neither starts anything here."""
+
+import inspect
+
+import pytest
+
+from engine.backend import Backend
+from engine.engine import ChatEngine
+from engine.remote import RemoteEngine
+from engine.settings import load_settings
+
+METHODS = [name for name, member in vars(Backend).items()
+           if callable(member) and not name.startswith("_")]
+
+
+BACKENDS = [ChatEngine, RemoteEngine]
+# read at collection, before the fast tier's guard (tests/conftest.py) replaces the methods that start an engine
+METHODS_OF = {(backend, name): getattr(backend, name) for backend in BACKENDS for name in METHODS}
+
+
+def backends():
+    return [ChatEngine(load_settings()), RemoteEngine(load_settings(engine_url="http://127.0.0.1:9/v1"))]
+
+
+@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote"])
+def test_each_backend_has_every_member_of_the_contract(backend):
+    assert isinstance(backend, Backend)
+    missing = [name for name in Backend.__annotations__ if not hasattr(backend, name)]
+    assert not missing, f"{type(backend).__name__} lacks {missing}"
+
+
+@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote"])
+@pytest.mark.parametrize("method", METHODS)
+def test_each_method_takes_the_contract_s_parameters(backend, method):
+    implementation = METHODS_OF[type(backend), method]
+    wanted = list(inspect.signature(getattr(Backend, method)).parameters)
+    has = list(inspect.signature(implementation).parameters)
+    if isinstance(inspect.getattr_static(type(backend), method), staticmethod):
+        wanted = wanted[1:]  # less self
+    assert has[:len(wanted)] == wanted, f"{type(backend).__name__}.{method}{tuple(has)}: the contract says {wanted}"
+    assert inspect.iscoroutinefunction(getattr(Backend, method)) == inspect.iscoroutinefunction(implementation), (
+        f"{type(backend).__name__}.{method}: async in one, not the other")
