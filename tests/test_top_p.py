@@ -216,3 +216,36 @@ async def test_api_requests_sample_as_before_with_top_p_by_the_processor(engine,
     assert [await texts(**request) for request in requests] == ours
     assert [p.top_p for p in handed[5:]] == [0.8, 0.8, 0.8, 1.0, 1.0]
     assert len(ours[2]) == 2 and ours[0] == ours[1] != ours[3]
+
+
+def test_the_result_is_vllms_own_top_p_on_the_cpu():
+    sampler = pytest.importorskip("vllm.v1.sample.ops.topk_topp_sampler")
+    logits = torch.cat([peaked(2, seed=8), gaussian(1, 3.6, seed=9), gaussian(1, 0.5, seed=10)])
+    ps = [0.8, 0.95, 0.8, 0.8]
+    theirs = sampler.apply_top_k_top_p_pytorch(logits.clone(), None, torch.tensor(ps))
+    assert_same_top_p(mask_top_p(logits.clone(), ps), theirs)
+
+
+def test_the_processor_follows_requests_through_the_batch():
+    from vllm import SamplingParams
+    from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
+
+    processor = top_p.TopPOverBestK(None, torch.device("cpu"), False)
+    assert processor.is_argmax_invariant()
+
+    def params(p=None):
+        return SamplingParams(extra_args=None if p is None else {top_p.KEY: p})
+
+    processor.update_state(BatchUpdate(batch_size=3, removed=[], moved=[],
+                                       added=[(0, params(0.8), [1], []), (1, params(), [1], []),
+                                              (2, params(0.5), [1], [])]))
+    assert processor.top_p == {0: 0.8, 2: 0.5}
+    processor.update_state(BatchUpdate(batch_size=3, removed=[], added=[],
+                                       moved=[(0, 1, MoveDirectionality.SWAP)]))
+    assert processor.top_p == {1: 0.8, 2: 0.5}
+    processor.update_state(BatchUpdate(batch_size=2, removed=[1], added=[],
+                                       moved=[(2, 1, MoveDirectionality.UNIDIRECTIONAL)]))
+    assert processor.top_p == {1: 0.5}
+    processor.update_state(None)
+    logits = torch.cat([gaussian(1, 3.6, seed=11), peaked(1, seed=12)])
+    assert_same_top_p(processor.apply(logits.clone()), full_sort_top_p(logits, [1.0, 0.5]))
