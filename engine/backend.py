@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from engine import presets
 from engine.errors import ChatError
-from engine.records import ProgressCallback, Stats, Status
+from engine.reports import ProgressCallback, Stats, Status
 from engine.settings import Sampling, Settings
 
 

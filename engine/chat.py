@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from engine.errors import ContextTooLongError
-from engine.records import Cut
+from engine.reports import Cut
 
 END_OF_SENTENCE = "<|end_of_sentence|>"
 ROLES = ("user", "assistant")

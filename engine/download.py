@@ -173,7 +173,8 @@ def from_hub(settings: Settings, transfer: Transfer) -> Path:
     except Exception as error:
         raise ModelNotFoundError(model, f"it is not in the local cache, and {source_name(settings)} cannot be "
                                         f"reached or has no such model: {type(error).__name__}: {error}") from error
-    missing = [_Blob(model, info.filename, info.commit_hash, cache_dir, endpoint) for info in plan if info.will_download]
+    missing = [_Blob(model, info.filename, info.commit_hash, cache_dir, endpoint)
+               for info in plan if info.will_download]
     transfer.total = sum(info.file_size or 0 for info in plan)
     transfer.done = transfer.total - sum(blob.size for blob in missing) + sum(blob.kept() for blob in missing)
     for blob in missing:

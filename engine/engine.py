@@ -20,10 +20,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from engine import build, download, hardware, leftovers, presets, sizing
 from engine.chat import build_prompt, stop_token_ids
-from engine.enginelog import OutputTail
+from engine.output_tail import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
 from engine.progress import ProgressReports
-from engine.records import ProgressCallback, ReplyClock, Stats, Status
+from engine.reports import ProgressCallback, ReplyClock, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
 from engine.single_flight import SingleFlight
 from engine.startup import classify_start_error, plan_start
@@ -158,7 +158,8 @@ class ChatEngine:
             except Exception as error:
                 await self._stop_engine()
                 await asyncio.sleep(0.2)  # the engine process's last lines are still in the pipe
-                raise classify_start_error(error, self.settings.model, self.preset, ENGINE_OUTPUT.since(mark)) from error
+                output = ENGINE_OUTPUT.since(mark)
+                raise classify_start_error(error, self.settings.model, self.preset, output) from error
         finally:
             self._building_beside = None
         self._llm_stopped = threading.Event()

@@ -39,10 +39,12 @@ class Preset(BaseModel):
     max_model_len: int = Field(ge=256, le=131072, description="Longest prompt plus reply, in tokens.")
     max_num_seqs: int = Field(ge=1, le=1024, description="Most requests decoded together; more wait in a queue.")
     max_num_batched_tokens: int = Field(ge=256, le=65536, description="Most tokens in one engine step (prefill chunk).")
-    cuda_graphs: bool = Field(True, description="Capture CUDA graphs for decode (much faster, costs a little memory and start time).")
+    cuda_graphs: bool = Field(True, description="Capture CUDA graphs for decode (much faster, costs a little memory "
+                                                "and start time).")
     torch_compile: bool = Field(False, description="Compile the model with torch.compile (slower start).")
     prefix_caching: bool = Field(True, description="Reuse the KV cache of a shared prompt prefix.")
-    swap_gib: float = Field(0.0, ge=0, le=1024, description="CPU RAM for offloaded KV cache (vLLM's kv_offloading_size); 0 is off.")
+    swap_gib: float = Field(0.0, ge=0, le=1024, description="CPU RAM for offloaded KV cache (vLLM's "
+                                                            "kv_offloading_size); 0 is off.")
     stream_interval: int = Field(1, ge=1, le=64, description="Tokens the engine gathers before handing a reply on "
                                  "(vLLM's stream_interval; the first token always goes at once). Fewer hand-overs "
                                  "leave the server more time when many chats stream.")

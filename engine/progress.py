@@ -10,7 +10,7 @@ import contextvars
 import logging
 import time
 
-from engine.records import Progress, ProgressCallback
+from engine.reports import Progress, ProgressCallback
 
 log = logging.getLogger("engine")
 

@@ -20,7 +20,7 @@ import httpx
 from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
-from engine.records import ProgressCallback, ReplyClock, Stats, Status
+from engine.reports import ProgressCallback, ReplyClock, Stats, Status
 from engine.settings import Sampling, Settings
 from engine.single_flight import SingleFlight
 

@@ -13,12 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.errors import SettingsError
-from engine.presets import Preset
+from engine.presets import BUILT_IN, Preset
 
 ENV_PREFIX = "CHAT_"
 
 Temperature = Annotated[float, Field(ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")]
-TopP = Annotated[float, Field(gt=0.0, le=1.0, description="Nucleus sampling: keep the smallest set of tokens with this much probability.")]
+TopP = Annotated[float, Field(gt=0.0, le=1.0, description="Nucleus sampling: keep the smallest set of tokens with "
+                                                          "this much probability.")]
 MAX_REPLY_TOKENS = 8192
 MaxTokens = Annotated[int, Field(ge=1, le=MAX_REPLY_TOKENS, description="Most new tokens in one reply.")]
 SystemPrompt = Annotated[str, Field(max_length=8000, description="Instructions put before every chat.")]
@@ -44,9 +45,10 @@ class Settings(BaseSettings):
     )
 
     model: str = Field("baidu/ERNIE-4.5-0.3B-PT", min_length=1, description="Hugging Face model id or local folder.")
-    preset: str = Field("auto", min_length=1, description="Memory preset: auto, 4gb, 6gb, 8gb, cpu or custom.")
+    preset: str = Field("auto", min_length=1, description=f"Memory preset: auto, {', '.join(BUILT_IN)} or custom.")
     custom_preset: Preset | None = Field(None, description="JSON of a preset named 'custom' (see README).")
-    device: Literal["auto", "cuda", "cpu"] = Field("auto", description="Where the model runs; auto picks the GPU when there is one.")
+    device: Literal["auto", "cuda", "cpu"] = Field("auto", description="Where the model runs; auto picks the GPU "
+                                                                       "when there is one.")
     dtype: Literal["auto", "bfloat16", "float16"] = Field(
         "auto", description="Weights and activations on the GPU; auto is bfloat16, or float16 on cards older "
                             "than compute capability 8.0, which have no bfloat16.")
@@ -59,7 +61,8 @@ class Settings(BaseSettings):
     temperature: Temperature = 0.8
     top_p: TopP = 0.8
     max_tokens: MaxTokens = 1024
-    gpus: int = Field(1, ge=1, le=8, description="How many GPUs the embedded engine uses; a preset's sizes are per GPU.")
+    gpus: int = Field(1, ge=1, le=8, description="How many GPUs the embedded engine uses; a preset's sizes are per "
+                                                 "GPU.")
     parallel: Literal["data", "tensor"] = Field(
         "data", description="With several GPUs: 'data' runs a copy of the model on each (more replies at once); "
                             "'tensor' splits one copy over them (for a model too big for one card).")
@@ -68,7 +71,8 @@ class Settings(BaseSettings):
         None, pattern=r"^https?://[^/\s]+(/.*)?$", description="The OpenAI-compatible URL of a running vLLM server "
         "(e.g. http://gpu-host:8000/v1) to use instead of an engine in this process.")
     engine_key: SecretStr | None = Field(None, description="The API key that vLLM server expects, if any.")
-    api: bool = Field(True, description="Serve the OpenAI-compatible API (/v1) from the chat server, on the same engine.")
+    api: bool = Field(True, description="Serve the OpenAI-compatible API (/v1) from the chat server, on the same "
+                                        "engine.")
     api_key: SecretStr | None = Field(
         None, min_length=8, description="The key API clients must send (Authorization: Bearer); required when the "
                                         "server listens on any address other than loopback.")
@@ -76,10 +80,11 @@ class Settings(BaseSettings):
                                                                  "switching engine before a 503 with Retry-After.")
     history: bool = Field(True, description="Keep chats in a database and list them in the sidebar; false keeps them "
                                             "in memory only, lost at a restart.")
-    history_db: Path = Field(Path("data/chats.db"), description="The SQLite file that holds the chats (made on first start).")
+    history_db: Path = Field(Path("data/chats.db"), description="The SQLite file that holds the chats (made on first "
+                                                                "start); its folder is the app's data folder.")
     database_url: str | None = Field(
-        None, pattern=r"^postgres(ql)?(\+asyncpg)?://\S+$", description="A PostgreSQL database for the history instead of "
-        "the SQLite file (postgresql://user:password@host/db), so several app processes share one history.")
+        None, pattern=r"^postgres(ql)?(\+asyncpg)?://\S+$", description="A PostgreSQL database for the history "
+        "instead of the SQLite file (postgresql://user:password@host/db), so several app processes share one history.")
 
     allowed_hosts: str = Field(
         "", pattern=r"^[\w.\-*\[\]:, ]*$", description="Names besides localhost that the server answers to, "

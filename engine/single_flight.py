@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from engine.progress import ProgressReports
-from engine.records import ProgressCallback
+from engine.reports import ProgressCallback
 
 
 class SingleFlight:

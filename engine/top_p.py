@@ -7,9 +7,9 @@ is a prefix of the best k logits, found from their probabilities (normalised ove
 log-sum-exp) and the mass above each. Only a row whose best `WIDTHS[-1]` logits do not hold p is sorted, the
 way vLLM sorts it.
 
-The result equals vLLM's own top p: the same tokens kept (where several tokens share the boundary logit and only
-some of them fit, as many are kept as vLLM keeps; which of those equal tokens vLLM keeps is the order of its
-unstable sort, here the lowest token ids), so the same probabilities; a boundary decision can differ only where
+The result equals vLLM's own top p: the same tokens kept, so the same probabilities. Where several tokens share
+the boundary logit and only some of them fit, as many are kept as vLLM keeps; which of those equal tokens is
+the order of vLLM's sort (an unstable one) there and of `topk` here. A boundary decision can differ only where
 the mass above a token is within float32 rounding of p, where vLLM's own answer depends on its summation order.
 
 How it runs: a request's top p is handed to vLLM as 1 (so vLLM never sorts) and travels in
@@ -37,42 +37,32 @@ def mask_top_p(logits: torch.Tensor, top_p, widths=WIDTHS) -> torch.Tensor:
     pending = [row for row, p in enumerate(top_p) if p < 1]
     if not pending:
         return logits
-    device = logits.device
-    p_all = torch.tensor(list(top_p), dtype=torch.float32, device=device)
-    rows = torch.tensor(pending, device=device)
+    rows = torch.tensor(pending, device=logits.device)
+    x = logits[rows]
+    p = torch.tensor([top_p[row] for row in pending], dtype=torch.float32, device=logits.device)
+    log_total = torch.logsumexp(x, dim=-1, keepdim=True)
     for width in widths:
-        if width >= logits.shape[1]:
+        if width >= x.shape[1]:
             break
-        x, p = logits[rows], p_all[rows]
-        held, last, equal_kept = _cut_in_best(x, p, width)
-        if held.all():
-            logits[rows] = _keep_down_to(x, last, equal_kept)
-            return logits
+        best, order = x.topk(width, dim=-1)  # descending
+        keep = _kept_of_best(best, p, log_total)
+        held = ~keep[:, -1]  # the cut falls among them
         if held.any():
-            logits[rows[held]] = _keep_down_to(x[held], last[held], equal_kept[held])
-        rows = rows[~held]
-    logits[rows] = _by_sort(logits[rows], p_all[rows])
+            kept = best[held].masked_fill(~keep[held], float("-inf"))
+            logits[rows[held]] = torch.full_like(x[held], float("-inf")).scatter_(1, order[held], kept)
+        if held.all():
+            return logits
+        rows, x, p, log_total = rows[~held], x[~held], p[~held], log_total[~held]
+    logits[rows] = _by_sort(x, p)
     return logits
 
 
-def _cut_in_best(x: torch.Tensor, p: torch.Tensor, width: int):
-    """From each row's best `width` logits: whether the cut falls among them, the boundary logit (the
-    smallest kept) and how many tokens equal to it are kept."""
-    best = x.topk(width, dim=-1).values  # descending
-    probs = (best - torch.logsumexp(x, dim=-1, keepdim=True)).exp()
-    above = torch.nn.functional.pad(probs.cumsum(dim=-1)[:, :-1], (1, 0))  # mass of the better tokens
-    kept = (above < p.unsqueeze(1)).sum(dim=-1)  # at least 1: nothing is above the best
-    last = best.gather(1, (kept - 1).unsqueeze(1))
-    equal_kept = kept - (best > last).sum(dim=-1)
-    return kept < width, last, equal_kept
-
-
-def _keep_down_to(x: torch.Tensor, last: torch.Tensor, equal_kept: torch.Tensor) -> torch.Tensor:
-    """Rows of `x` with everything below `last` dropped, and of the tokens equal to it all but the first
-    `equal_kept` (by token id)."""
-    equal = x == last
-    keep = (x > last) | (equal & (equal.cumsum(dim=-1) <= equal_kept.unsqueeze(1)))
-    return x.masked_fill(~keep, float("-inf"))
+def _kept_of_best(best: torch.Tensor, p: torch.Tensor, log_total: torch.Tensor) -> torch.Tensor:
+    """Which of a row's best logits (descending; of equal ones, in topk's order) top p keeps: those with less
+    than p of the mass above them, a prefix never empty."""
+    probs = (best - log_total).exp()
+    above = torch.nn.functional.pad(probs.cumsum(dim=-1)[:, :-1], (1, 0))
+    return above < p.unsqueeze(1)
 
 
 def _by_sort(x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

@@ -79,7 +79,7 @@ async def stop_a_long_reply(client, start, attempts: int = 3):
 
 async def collect(stream):
     """The text deltas of an engine's reply stream, and its closing `Stats`."""
-    from engine.records import Stats
+    from engine.reports import Stats
 
     deltas, stats = [], None
     async for item in stream:

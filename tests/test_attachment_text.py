@@ -5,7 +5,7 @@ import pytest
 
 from engine.chat import as_text, build_prompt, plain
 from engine.errors import ContextTooLongError
-from engine.records import Stats
+from engine.reports import Stats
 from ui import attachments
 from ui.attachments import Refused
 

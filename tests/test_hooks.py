@@ -11,7 +11,7 @@ from chainlit.context import init_http_context
 from chainlit.emitter import BaseChainlitEmitter
 
 from engine.errors import ContextTooLongError
-from engine.records import Stats, Status
+from engine.reports import Stats, Status
 from history import writes
 from runtime import RUNTIME
 from ui import broadcast

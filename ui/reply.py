@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import chainlit as cl
 
 from engine.errors import ChatError
-from engine.records import Stats
+from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, transient
 from ui import attachments, sessions, text
 

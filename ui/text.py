@@ -4,7 +4,7 @@ import re
 
 import chainlit as cl
 
-from engine.records import Progress, Stats, Status
+from engine.reports import Progress, Stats, Status
 
 STARTERS = [
     cl.Starter(label="Explain KV caching", message="Explain in three sentences what a KV cache is."),
