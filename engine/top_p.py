@@ -37,30 +37,38 @@ def mask_top_p(logits: torch.Tensor, top_p, widths=WIDTHS) -> torch.Tensor:
     pending = [row for row, p in enumerate(top_p) if p < 1]
     if not pending:
         return logits
+    every = len(pending) == logits.shape[0]  # the usual batch: no rows to pick out
     rows = torch.tensor(pending, device=logits.device)
-    x = logits[rows]
+    x = logits if every else logits[rows]
     p = torch.tensor([top_p[row] for row in pending], dtype=torch.float32, device=logits.device)
     log_total = torch.logsumexp(x, dim=-1, keepdim=True)
-    for width in widths:
+    for stage, width in enumerate(widths):
         if width >= x.shape[1]:
             break
         best, order = x.topk(width, dim=-1)  # descending
-        keep = _kept_of_best(best, p, log_total)
+        probs = (best - log_total).exp()
+        keep = _kept_of_best(probs, p)
         held = ~keep[:, -1]  # the cut falls among them
+        if every and held.all():
+            return logits.fill_(float("-inf")).scatter_(1, order, best.masked_fill(~keep, float("-inf")))
+        every = False
         if held.any():
             kept = best[held].masked_fill(~keep[held], float("-inf"))
             logits[rows[held]] = torch.full_like(x[held], float("-inf")).scatter_(1, order[held], kept)
         if held.all():
             return logits
-        rows, x, p, log_total = rows[~held], x[~held], p[~held], log_total[~held]
+        rows, x, p, log_total, probs = rows[~held], x[~held], p[~held], log_total[~held], probs[~held]
+        # the most a wider look can hold: these, and each further token at most as likely as the last of them
+        wider = widths[stage + 1] if stage + 1 < len(widths) else x.shape[1]
+        if (probs.sum(dim=-1) + (wider - width) * probs[:, -1] < p).all():
+            break
     logits[rows] = _by_sort(x, p)
     return logits
 
 
-def _kept_of_best(best: torch.Tensor, p: torch.Tensor, log_total: torch.Tensor) -> torch.Tensor:
-    """Which of a row's best logits (descending; of equal ones, in topk's order) top p keeps: those with less
-    than p of the mass above them, a prefix never empty."""
-    probs = (best - log_total).exp()
+def _kept_of_best(probs: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """Which of a row's best tokens (`probs` descending; of equal ones, in topk's order) top p keeps: those
+    with less than p of the mass above them, a prefix never empty."""
     above = torch.nn.functional.pad(probs.cumsum(dim=-1)[:, :-1], (1, 0))
     return above < p.unsqueeze(1)
 

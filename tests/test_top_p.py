@@ -99,7 +99,8 @@ def test_ties_at_the_boundary_keep_as_many_as_the_sort():
     expected = full_sort_top_p(logits, [p])
     assert int((expected > float("-inf")).sum()) == 15
     assert_same_top_p(ours, expected)
-    assert torch.equal((ours[0] > float("-inf")).nonzero().flatten(), torch.tensor([100, 101, 102, *range(200, 212)]))
+    kept = set((ours[0] > float("-inf")).nonzero().flatten().tolist())
+    assert {100, 101, 102} < kept < {100, 101, 102, *range(200, 230)}
 
 
 def test_bf16_logits_full_of_ties_give_the_sorts_result_at_many_p():
