@@ -70,6 +70,9 @@ STARTS = re.compile(r"\b(ChainlitServer|VllmServer|PostgresServer|NginxProxy|Hub
                     r"|\.stream\(|\bwebdriver\.|\"chainlit\", \"run\""
                     r"|\bsubprocess\.(run|Popen|check_call|check_output)\(\[(sys\.executable|python)\b")
 
+# Fixtures whose start is paid once per checkout and kept between runs: the tiny model's files.
+ONCE_PER_CHECKOUT = {"tiny_model"}
+
 
 def _starts_something(func, seen: set) -> bool:
     """Whether `func`'s source, or that of a function of its own module that it names, matches STARTS."""
@@ -87,15 +90,18 @@ def _starts_something(func, seen: set) -> bool:
         code = codes.pop()
         names.update(code.co_names)
         codes += [const for const in code.co_consts if isinstance(const, types.CodeType)]
+    # plain functions only: a fixture of the same name (`engine`, say) is judged where a test uses it
     return any(_starts_something(called, seen) for name in names
-               if getattr(called := func.__globals__.get(name), "__module__", None) == func.__module__)
+               if isinstance(called := func.__globals__.get(name), types.FunctionType)
+               and called.__module__ == func.__module__)
 
 
 def _is_slow(item) -> bool:
     if item.get_closest_marker("slow"):
         return True
     seen: set = set()
-    fixtures = [fixture.func for defs in item._fixtureinfo.name2fixturedefs.values() for fixture in defs]
+    fixtures = [fixture.func for name, defs in item._fixtureinfo.name2fixturedefs.items() for fixture in defs
+                if name not in ONCE_PER_CHECKOUT]
     return any(_starts_something(func, seen) for func in [getattr(item, "obj", None), *fixtures])
 
 

@@ -9,14 +9,17 @@ import json
 import os
 
 import pytest
-from harness.presets import TEST_PRESET
 from safetensors import safe_open
-from harness.replies import collect
 
 from engine import int8_weights, startup
 from engine.engine import ChatEngine
 from engine.errors import EngineStartError, PresetSwitchError
 from engine.settings import Sampling, load_settings
+from harness.presets import TEST_PRESET
+from harness.replies import collect
+
+# Slow throughout: the int8 copy is written by a Python process of its own (it loads torch), the rest start engines.
+pytestmark = pytest.mark.slow
 
 HELLO = [{"role": "user", "content": "Hello, who are you?"}]
 
