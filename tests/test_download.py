@@ -1,6 +1,6 @@
 """Getting the model before the engine starts (engine/download.py), against a hub mirror on 127.0.0.1.
 
-The mirror (tests/hub_mirror.py) serves the tiny model slowly under a hub id, and `HF_ENDPOINT` points at it,
+The mirror (harness/hub_mirror.py) serves the tiny model slowly under a hub id, and `HF_ENDPOINT` points at it,
 as a user's would point at https://hf-mirror.com; the download is the real `huggingface_hub` client's. A cut
 mirror stays silent until it is restored, so the first try fails as a lost network does.
 """
