@@ -16,12 +16,18 @@ ROOT = Path(__file__).resolve().parent.parent
 TAG = "ERNIE_CHAT_TEST_SERVER"  # in the environment of a test server and of every process it starts
 
 
-def tagged(tag: str) -> list[psutil.Process]:
-    """The running processes (zombies aside) whose environment carries `tag`: a server and all it started."""
+def tagged(tag: str, log_path: Path | None = None) -> list[psutil.Process]:
+    """The running processes (zombies aside) that a server started: its environment carries `tag`, or (vLLM's
+    engine core renames itself over the memory that holds its environment) a `VLLM::` process holds the server's
+    log `log_path` open, as a core forked from the server does."""
     found = []
     for proc in psutil.process_iter():
         try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get(TAG) == tag:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get(TAG) == tag or (
+                    log_path is not None and " ".join(proc.cmdline()).startswith("VLLM::")
+                    and any(Path(f.path) == log_path for f in proc.open_files())):
                 found.append(proc)
         except psutil.Error:
             pass
@@ -132,12 +138,13 @@ class ChainlitServer:
     def wait_left_behind(self, timeout: float = 15) -> list[psutil.Process]:
         """The processes the server started that are still running `timeout` seconds after it exited."""
         deadline = time.monotonic() + timeout
-        while (left := [p for p in tagged(self.tag) if p.pid != self.proc.pid]) and time.monotonic() < deadline:
+        while (left := [p for p in tagged(self.tag, self.log_path) if p.pid != self.proc.pid]) and \
+                time.monotonic() < deadline:
             time.sleep(0.2)
         return left
 
     def end_left_behind(self) -> None:
-        left = [p for p in tagged(self.tag) if self.proc is None or p.pid != self.proc.pid]
+        left = [p for p in tagged(self.tag, self.log_path) if self.proc is None or p.pid != self.proc.pid]
         if left:
             self.left_behind.append(describe(left))
             for proc in left:
