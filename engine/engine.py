@@ -218,21 +218,25 @@ class ChatEngine:
                 await self._progress.emit("Stopping the running engine", began)
                 await self.abort_all()
                 await self._stop_engine()
-                try:
-                    await self._launch(name)
-                except Exception as error:
-                    log.warning("preset %s failed to start (%s); restoring %s", name, error, previous)
-                    try:
-                        await self._launch(previous)
-                    except Exception as again:
-                        raise EngineStartError(
-                            f"Switching to '{name}' failed ({error}) and '{previous}' did not come back ({again}).",
-                            "Restart the app.",
-                        ) from again
-                    raise PresetSwitchError(name, previous, error) from error
+                await self._launch_or_restore(name, previous)
                 return True
         finally:
             self._progress.remove(progress)
+
+    async def _launch_or_restore(self, name: str, previous: str) -> None:
+        """Start preset `name`; when it fails, start `previous` again and say why the switch failed."""
+        try:
+            await self._launch(name)
+        except Exception as error:
+            log.warning("preset %s failed to start (%s); restoring %s", name, error, previous)
+            try:
+                await self._launch(previous)
+            except Exception as again:
+                raise EngineStartError(
+                    f"Switching to '{name}' failed ({error}) and '{previous}' did not come back ({again}).",
+                    "Restart the app.",
+                ) from again
+            raise PresetSwitchError(name, previous, error) from error
 
     def _held_gpu_bytes(self) -> int:
         """GPU memory the running engine holds (what a switch gets back before the new one starts)."""
