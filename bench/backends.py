@@ -306,6 +306,10 @@ async def create(config: dict, prepared: dict | None = None):
         custom = config.get("custom")
         settings = load_settings(model=model, preset=config["preset"], custom_preset=custom,
                                  gpus=config.get("gpus", 1), parallel=config.get("parallel", "data"))
+        if config.get("vllm_top_p"):  # as before engine/top_p.py: vLLM sorts the vocabulary for a top p itself
+            from engine import top_p
+
+            top_p.serves = lambda llm: False
         engine = ChatEngine(settings)
         await engine.ensure_started()
         return Ours(engine, config.get("temperature", 0.8), config.get("top_p", 0.8))

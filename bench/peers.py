@@ -39,6 +39,7 @@ def configs(preset: str) -> list[dict]:
         {**eight_bit(preset), "kind": "ours", "name": "this app: engine layer with 8-bit weights"},
         # what vLLM's top-p costs: with a top p it sorts the whole vocabulary of every sequence at every step
         {"kind": "ours", "preset": preset, "name": "this app: engine layer at top p 1", "top_p": 1.0},
+        {"kind": "ours", "preset": preset, "name": "this app: engine layer with vLLM's top p", "vllm_top_p": True},
         {"kind": "serve", "name": "vllm serve"},
         {"kind": "llama", "preset": preset, "outtype": "bf16", "name": "llama.cpp bf16"},
         {"kind": "llama", "preset": preset, "outtype": "q8_0", "name": "llama.cpp Q8_0"},

@@ -149,8 +149,9 @@ def engine_kwargs(preset: Preset, model: str, total_bytes: int | None = None, dt
         enable_prefix_caching=preset.prefix_caching,
         disable_log_stats=False,  # keeps the in-process metrics the status panel reads
         enforce_eager=not preset.cuda_graphs,
-        logits_processors=[top_p.PROCESSOR],  # top p without sorting the vocabulary (engine/top_p.py)
     )
+    if preset.device == "cpu":  # top p without sorting the vocabulary (engine/top_p.py: a GPU sorts faster)
+        kwargs["logits_processors"] = [top_p.PROCESSOR]
     if preset.weights_8bit and preset.device == "cuda":
         kwargs["quantization"] = "fp8"  # quantized as vLLM loads the bf16 weights; embeddings stay bf16
     elif preset.weights_8bit:
