@@ -156,15 +156,15 @@ def close_listening_sockets() -> None:
 
 
 def leave_a_core_to_the_app() -> None:
-    """The core computes with one thread fewer than there are cores, as vLLM's own CPU worker does.
+    """The core computes on the cores the app does not need, bound to them, as vLLM's own CPU worker does
+    (engine/cpu_runtime.py): all but the last one by default.
 
     The app streams every reply from the other core: with the engine's threads on both of 2 cores, one
     chat through the app ran at 12.5 tok/s instead of 26 (docs/benchmarks.md, "Start-up").
     """
-    import torch
+    from engine import cpu_runtime
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    torch.set_num_threads(max(1, cores - 1))
+    cpu_runtime.bind_compute()
 
 
 def write_to_fds_1_and_2() -> None:

@@ -47,6 +47,39 @@ echo "setup: installing the $variant build into .venv"
 # source took `import vllm` from 3 s to 12 s here, and where PYTHONDONTWRITEBYTECODE is set, at every start.
 .venv/bin/python -m uv pip sync -q --compile-bytecode --python .venv/bin/python "${sources[@]}" \
   "requirements/$variant.lock"
+# vLLM's CPU guide preloads tcmalloc (Debian's libtcmalloc-minimal4; PyPI has none) and Intel OpenMP (the CPU
+# lock's intel-openmp) for the engine: .venv/bin/chainlit becomes a launcher that does, before chainlit starts
+# (engine/cpu_runtime.py decides; a GPU build gets neither). Without root or apt the app runs as before, slower.
+root=""; [ "$(id -u)" = 0 ] || root="sudo -n"
+if [ "$variant" = cpu ] && ! ldconfig -p 2> /dev/null | grep -q libtcmalloc_minimal.so.4; then
+  if command -v apt-get > /dev/null && { $root apt-get install -y -qq libtcmalloc-minimal4 ||
+       { $root apt-get update -qq && $root apt-get install -y -qq libtcmalloc-minimal4; }; } > /dev/null 2>&1; then
+    echo "setup: installed Debian's libtcmalloc-minimal4 for the CPU engine"
+  else
+    echo "setup: could not install libtcmalloc-minimal4 (sudo apt-get install libtcmalloc-minimal4 makes the" \
+         "CPU engine faster); going on without it" >&2
+  fi
+fi
+cat > .venv/bin/chainlit << LAUNCHER
+#!$PWD/.venv/bin/python
+# Written by scripts/setup.sh in place of pip's chainlit script: the same, started once more with the CPU
+# engine's libraries preloaded first ($PWD/engine/cpu_runtime.py).
+import importlib.util
+import sys
+
+try:
+    spec = importlib.util.spec_from_file_location("_cpu_runtime", "$PWD/engine/cpu_runtime.py")
+    runtime = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runtime)
+    runtime.launch(sys.argv)
+except Exception:  # a moved or missing module: chainlit as pip installs it
+    pass
+from chainlit.cli import cli
+
+if __name__ == "__main__":
+    sys.exit(cli())
+LAUNCHER
+chmod +x .venv/bin/chainlit
 # The browser test, with fonts for Chinese and emoji so its pictures show what users see; PostgreSQL for the
 # shared-history test and nginx for the reverse-proxy test (each test starts its own server in a temporary folder).
 browser=(chromium chromium-driver fonts-noto-cjk fonts-noto-color-emoji postgresql nginx)
