@@ -2,7 +2,7 @@
 
 A test is `slow` when it, a fixture it uses, or a function of its module that either calls starts an engine, a
 server or a browser (the calls in STARTS, found in their source at collection); `pytest -m "not slow"` runs the
-rest in seconds. Each test left in the fast tier is held to it: starting any of those raises and says to mark it.
+rest in under a minute. Each test left in that tier is held to it: starting any of those raises and says so.
 """
 
 import inspect
