@@ -1,4 +1,5 @@
-"""Start, kill and restart a real `vllm serve` process (the OpenAI API server) on a loopback port, for tests."""
+"""Start, kill and restart a real `vllm serve` process (the OpenAI API server) on a loopback port, for the tests
+and the benchmark (the remote path and peers rows); `running_on` reads how many requests it is generating."""
 
 import json
 import os
