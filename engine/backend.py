@@ -26,6 +26,7 @@ class Backend(Protocol):
     starting: bool
     failure: ChatError | None  # why the last start failed, until a retry
     api_sequences: int  # sequences the OpenAI API has in flight (counted by api/gate.py)
+    asleep_since: float | None  # when the idle engine gave its memory back (engine/idle.py), until it wakes
 
     @property
     def ready(self) -> bool: ...

@@ -22,6 +22,7 @@ from engine import build, download, hardware, leftovers, presets, sizing
 from engine.chat import build_prompt, stop_token_ids
 from engine.output_tail import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
+from engine.idle import IdleTimer
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
@@ -36,6 +37,9 @@ ENGINE_OUTPUT = kept("engine_output", OutputTail)
 # with "Already borrowed".
 PROMPTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompts")
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
+# vLLM's sleep level for an idle GPU engine: 1 moves the weights to CPU memory and drops the KV cache, so waking
+# copies 0.72 GB back; 2 would drop the weights too and read them from disk again (docs/benchmarks.md, "Idle").
+SLEEP_LEVEL = 1
 
 
 class ChatEngine:
@@ -60,16 +64,28 @@ class ChatEngine:
         self._progress = ProgressReports()
         self._start = SingleFlight(self._progress)
         self._active: set[str] = set()  # the chats' requests
-        # sequences the OpenAI-compatible API has in flight (counted by engine/api_gate.py): a request with n=4
-        # takes 4 of the preset's slots, as 4 chats would
-        self.api_sequences = 0
+        self._api_sequences = 0
+        self.asleep_since: float | None = None  # when it fell asleep (wall clock), while nobody chats
+        self._falling_asleep = False
+        self._idle = IdleTimer(settings.idle_minutes, self._busy, self.fall_asleep)
         self.starting = False
         self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
     # ---- lifecycle -------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self._llm is not None and not self._llm.errored
+        return self._llm is not None and not self._llm.errored and self.asleep_since is None
+
+    @property
+    def api_sequences(self) -> int:
+        """Sequences the OpenAI-compatible API has in flight (counted by api/gate.py): a request with n=4 takes
+        4 of the preset's slots, as 4 chats would. Each change is activity for the idle timer."""
+        return self._api_sequences
+
+    @api_sequences.setter
+    def api_sequences(self, value: int) -> None:
+        self._api_sequences = value
+        self._idle.touch()
 
     @property
     def client(self):
@@ -98,21 +114,73 @@ class ChatEngine:
     async def _start_locked(self) -> None:
         async with self._lock:
             if not self.ready:
+                waking = self.asleep_since is not None
                 try:
-                    await self._launch(self.preset_name)
+                    await (self._wake() if waking else self._launch(self.preset_name))
                 except Exception as error:
-                    log.error("the engine did not start: %s", error)
-                    self.failure = error if isinstance(error, ChatError) else None
+                    log.error("the engine did not %s: %s", "wake" if waking else "start", error)
+                    # a wake that found its memory taken is tried again by the next message, not remembered
+                    self.failure = error if isinstance(error, ChatError) and not waking else None
                     raise
 
-    async def _launch(self, name: str) -> None:
+    def _busy(self) -> bool:
+        return bool(self._active) or self._api_sequences > 0 or self.starting or not self.ready
+
+    async def fall_asleep(self) -> bool:
+        """Give the device back while nobody chats (the idle timer asks); False when a request or a start came
+        meanwhile. A GPU engine sleeps in vLLM's sleep mode; a CPU engine, which has none, stops."""
+        async with self._lock:
+            if self._busy() or self.closing:
+                return False
+            self.asleep_since = time.time()  # from here on a request waits for the wake (`ready` is False)
+            self._falling_asleep = True
+            try:
+                if self._sleeps_on_device():
+                    await self._llm.sleep(SLEEP_LEVEL)
+                else:
+                    await self._stop_engine()
+            finally:
+                self._falling_asleep = False
+            log.info("the engine sleeps after %.1f idle minutes (%s)", self.settings.idle_minutes,
+                     "its memory given back" if self._llm is not None else "stopped: it starts with the next message")
+            return True
+
+    def _sleeps_on_device(self) -> bool:
+        return self._llm is not None and self.device is not None and self.device.kind == "cuda"
+
+    async def _wake(self) -> None:
+        """Bring a sleeping engine back; the lock is held. A GPU engine whose memory another program took meanwhile
+        is stopped and started anew, so the start says in plain words what it needs and what is free."""
+        began = time.monotonic()
+        if not self._sleeps_on_device():  # stopped on the CPU: a start with the same preset
+            await self._launch(self.preset_name, waking=True)
+            return
+        self.starting = True
+        try:
+            await self._progress.emit("Waking the engine", began)
+            try:
+                await self._llm.wake_up()
+            except Exception as error:
+                log.warning("waking the engine failed (%s: %s); starting it anew", type(error).__name__, error)
+                await self._stop_engine()
+                self.starting = False
+                await self._launch(self.preset_name, waking=True)
+                return
+            self.asleep_since = None
+            self._idle.start()
+            await self._progress.emit("Ready", began, done=True)
+            log.info("engine awake in %.2f s", time.monotonic() - began)
+        finally:
+            self.starting = False
+
+    async def _launch(self, name: str, waking: bool = False) -> None:
         """Build the engine for preset `name` and warm it up. The lock is held."""
-        if self._llm is not None:  # a dead engine: release its processes and memory first
+        if self._llm is not None:  # a dead (or sleeping) engine: release its processes and memory first
             await self._stop_engine()
         began = time.monotonic()
         self.starting = True
         try:
-            await self._progress.emit("Checking the device and the model", began)
+            await self._progress.emit("Waking the engine" if waking else "Checking the device and the model", began)
             plan = await asyncio.to_thread(plan_start, name, self.settings)
             self.device, self.preset, self.dtype = plan.device, plan.preset, plan.dtype
             self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
@@ -125,8 +193,9 @@ class ChatEngine:
             if self.settings.warmup:
                 await self._progress.emit("Warming up", began)
                 await self._warm_up()
-            self.preset_name, self.failure = name, None
-            await self._progress.emit("Ready", began, done=True, notice=plan.notice)
+            self.preset_name, self.failure, self.asleep_since = name, None, None
+            self._idle.start()
+            await self._progress.emit("Ready", began, done=True, notice="" if waking else plan.notice)
             log.info("engine ready: %s preset on %s in %.1f s", self.preset.name, self.device.name,
                      time.monotonic() - began)
         finally:
@@ -138,6 +207,8 @@ class ChatEngine:
             plan.dtype, self.settings.gpus, self.settings.parallel,
         )
         kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
+        if self.device.kind == "cuda" and self.settings.idle_minutes > 0:
+            kwargs["enable_sleep_mode"] = True  # the idle engine gives the card back (engine/idle.py)
         return kwargs
 
     async def _build(self, kwargs: dict, began: float) -> None:
@@ -209,7 +280,8 @@ class ChatEngine:
                     plan = await asyncio.to_thread(plan_start, name, self.settings, self._held_gpu_bytes())
                 except ChatError as error:
                     raise PresetSwitchError(name, previous, error) from error
-                if self.ready and (plan.preset, plan.dtype) == (self.preset, self.dtype):
+                if (self.ready or self.asleep_since is not None) and (plan.preset, plan.dtype) == (self.preset,
+                                                                                                   self.dtype):
                     self.preset_name = name
                     await self._progress.emit(f"'{plan.preset.name}' already runs", began, done=True)
                     return False
@@ -240,7 +312,7 @@ class ChatEngine:
 
     def _held_gpu_bytes(self) -> int:
         """GPU memory the running engine holds (what a switch gets back before the new one starts)."""
-        if not self.ready or self.device is None or self.device.kind != "cuda":
+        if not (self.ready or self._sleeps_on_device()) or self.device is None or self.device.kind != "cuda":
             return 0
         used = hardware.gpu_used_bytes()
         return 0 if used is None else max(used - (self._gpu_baseline or 0), 0)
@@ -347,6 +419,7 @@ class ChatEngine:
             raise
         finally:
             self._active.discard(request_id)
+            self._idle.touch()
         yield clock.stats(prompt, sampling.max_tokens, generated, cached, finish, self.preset.max_model_len)
 
     def _restart_in_background(self) -> None:
@@ -390,9 +463,11 @@ class ChatEngine:
     # ---- status ----------------------------------------------------------------
     def status(self) -> Status:
         preset = self.preset
-        state = "ready" if self.ready else "starting" if self.starting else "stopped"
+        state = ("waking" if self.asleep_since is not None else "starting") if self.starting else \
+            "ready" if self.ready else "falling asleep" if self._falling_asleep else \
+            "asleep" if self.asleep_since is not None else "stopped"
         used = None
-        if self.ready and self.device is not None:
+        if (self.ready or self._sleeps_on_device()) and self.device is not None:
             if self.device.kind == "cuda":
                 now = hardware.gpu_used_bytes()
                 used = None if now is None else (now - (self._gpu_baseline or 0)) / presets.GIB
@@ -409,7 +484,7 @@ class ChatEngine:
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
-            chat_requests=len(self._active), api_sequences=self.api_sequences,
+            chat_requests=len(self._active), api_sequences=self.api_sequences, asleep_since=self.asleep_since,
         )
 
 

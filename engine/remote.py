@@ -33,6 +33,7 @@ KEEPALIVE_S = 2.0  # how long an idle connection to the server is kept for the n
 class RemoteEngine:
     presets_locked = "The vLLM server owns its memory: its size is chosen where it runs, not here."
     serves_api = False  # the server answers the OpenAI API itself
+    asleep_since = None  # the server owns its memory: it never sleeps on this app's behalf
 
     def __init__(self, settings: Settings):
         self.settings = settings

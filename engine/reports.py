@@ -80,7 +80,7 @@ class ReplyClock:
 
 @dataclass(frozen=True)
 class Status:
-    state: str  # "stopped", "starting", "ready"
+    state: str  # "stopped", "starting", "ready", "falling asleep", "asleep", "waking" (a remote server: "unreachable")
     preset: str
     purpose: str
     device: str
@@ -92,3 +92,4 @@ class Status:
     requests_waiting: int
     chat_requests: int = 0  # in flight, by where they came from; a chat's request is one sequence
     api_sequences: int = 0  # an API request runs a sequence per prompt and choice (prompts x n)
+    asleep_since: float | None = None  # when the idle engine fell asleep (seconds since the epoch)

@@ -67,6 +67,9 @@ class Settings(BaseSettings):
         "data", description="With several GPUs: 'data' runs a copy of the model on each (more replies at once); "
                             "'tensor' splits one copy over them (for a model too big for one card).")
     warmup: bool = Field(True, description="Run a few requests after start so the first message is not slow.")
+    idle_minutes: float = Field(10.0, ge=0.0, le=1440.0, description="Minutes with no reply and no API request "
+                                "after which the engine gives its memory back (a GPU engine sleeps, a CPU engine "
+                                "stops); the next message or request wakes it. 0 keeps it always on.")
     engine_url: str | None = Field(
         None, pattern=r"^https?://[^/\s]+(/.*)?$", description="The OpenAI-compatible URL of a running vLLM server "
         "(e.g. http://gpu-host:8000/v1) to use instead of an engine in this process.")

@@ -27,14 +27,15 @@ async def ensure_engine(engine, keep_note: bool = False, retry: bool = False) ->
 
 
 async def _show_start(engine, keep_note: bool, retry: bool) -> bool:
-    note = cl.Message(content="⏳ Starting the model engine…", author="system")
+    what = "Waking the model engine" if engine.asleep_since is not None else "Starting the model engine"
+    note = cl.Message(content=f"⏳ {what}…", author="system")
     await note.send()
     notice = ""
 
     async def report(progress):
         nonlocal notice
         notice = progress.notice
-        note.content = text.progress_line("Starting the model engine", progress)
+        note.content = text.progress_line(what, progress)
         await note.update()
 
     try:

@@ -1,6 +1,7 @@
 """The texts the chat shows: starter prompts, start-up progress, the cost of a reply, the engine status."""
 
 import re
+import time
 
 import chainlit as cl
 
@@ -71,6 +72,14 @@ def notes(stats: Stats, stopped: bool) -> list[str]:
     return lines
 
 
+def asleep_text(since: float | None, now: float | None = None) -> str:
+    """" since 14:02 (12 min ago); the next message wakes it" for an engine asleep since `since`, else ""."""
+    if since is None:
+        return ""
+    minutes = max(0, round(((now or time.time()) - since) / 60))
+    return f" since {time.strftime('%H:%M', time.localtime(since))} ({minutes} min ago); the next message wakes it"
+
+
 def status_text(status: Status) -> str:
     def gib(value):
         return "–" if value is None else f"{value:.2f} GiB"
@@ -79,7 +88,7 @@ def status_text(status: Status) -> str:
     return "\n".join([
         "**Engine status**", "",
         "| Engine | Now |", "|---|---|",
-        f"| State | {status.state} |",
+        f"| State | {status.state}{asleep_text(status.asleep_since)} |",
         f"| Device | {status.device} |",
         f"| Preset | {status.preset} — {status.purpose} |",
         f"| Context | {status.max_model_len or '–'} tokens |",
