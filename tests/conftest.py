@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# engines and servers of the tests stay on through the suite's pauses; tests/test_idle.py sets its own idle time
+os.environ.setdefault("CHAT_IDLE_MINUTES", "0")
 
 
 @pytest.fixture(scope="session")
