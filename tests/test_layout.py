@@ -6,6 +6,7 @@
   ground floor, also for a user of the engine without the chat.
 - app.py, wiring.py, ui/, web/ and history/ never import vLLM: the engine (and api/, which serves vLLM's own app)
   does that, on its own schedule.
+- Background tasks outside engine/ start through `tasks.spawn`, which keeps them until they end.
 - Every key the app puts in `cl.user_session` is kept out of the stored thread (`history.layer.IN_MEMORY_ONLY`),
   and that set names no key that is no longer used.
 """
@@ -128,3 +129,13 @@ def test_every_key_the_app_keeps_in_a_chats_session_stays_out_of_the_stored_thre
     assert {"request_id", "pending", "start_task"} <= keys, "the search finds the keys it should"
     assert keys <= IN_MEMORY_ONLY, f"stored with the thread, though only the chat needs them: {keys - IN_MEMORY_ONLY}"
     assert IN_MEMORY_ONLY <= keys, f"IN_MEMORY_ONLY names keys nothing sets any more: {IN_MEMORY_ONLY - keys}"
+
+
+def test_background_tasks_go_through_spawn_which_keeps_them_until_they_end():
+    """The loop keeps only weak references to tasks: one started with a bare create_task may vanish mid-way."""
+    for name, path in project_files().items():
+        if name.split(".")[0] in ("engine", "tasks"):
+            continue
+        bare = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute) and node.func.attr in ("create_task", "ensure_future")]
+        assert not bare, f"{path.relative_to(ROOT)}:{bare} starts a task without tasks.spawn"

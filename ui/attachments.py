@@ -23,6 +23,8 @@ from pathlib import Path
 import chainlit as cl
 from chainlit.config import config
 
+from tasks import spawn
+
 _UPSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thread_id", "name", "text") '
            'VALUES (:for_id, :position, :thread, :name, :text) '
            'ON CONFLICT ("for_id", "position") DO UPDATE SET "name" = EXCLUDED."name", "text" = EXCLUDED."text"')
@@ -157,7 +159,7 @@ def keep(layer, asked: dict) -> None:
             await layer.execute_sql(_UPSERT, {"for_id": asked["id"], "position": position, "thread": thread_id,
                                               "name": part["name"], "text": part["text"]})
 
-    task = WRITES[asked["id"]] = asyncio.create_task(write())
+    task = WRITES[asked["id"]] = spawn(write())
     task.add_done_callback(lambda done: WRITES.pop(asked["id"]) if WRITES.get(asked["id"]) is done else None)
 
 

@@ -53,7 +53,7 @@ async def current(engine, thread: dict | None = None) -> ChatState:
     session = cl.context.session
     making = getattr(session, STATE_ATTR, None)
     if making is None or _failed(making):
-        making = asyncio.ensure_future(_make(engine, thread))
+        making = spawn(_make(engine, thread))
         setattr(session, STATE_ATTR, making)
     return await asyncio.shield(making)  # a Stop of one waiting hook must not cancel the making for the others
 

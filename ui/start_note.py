@@ -10,6 +10,7 @@ import asyncio
 import chainlit as cl
 
 from engine.errors import ChatError
+from tasks import spawn
 from ui import text
 
 RETRY_ACTION = "retry_start"
@@ -21,7 +22,7 @@ async def ensure_engine(engine, keep_note: bool = False, retry: bool = False) ->
         return True
     task = cl.user_session.get("start_task")
     if task is None or task.done():
-        task = asyncio.ensure_future(_show_start(engine, keep_note, retry))
+        task = spawn(_show_start(engine, keep_note, retry))
         cl.user_session.set("start_task", task)
     return await asyncio.shield(task)
 
