@@ -135,6 +135,19 @@ class ChainlitServer:
         finally:
             self.log.close()
 
+    def engine_process(self, timeout: float = 240) -> psutil.Process:
+        """The engine core the server started, as soon as it names itself (vLLM does so first thing)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for child in psutil.Process(self.proc.pid).children(recursive=True):
+                try:
+                    if "EngineCore" in " ".join(child.cmdline()):
+                        return child
+                except psutil.Error:
+                    pass
+            time.sleep(0.05)
+        raise TimeoutError(f"no engine process appeared; see {self.log_path}")
+
     def wait_left_behind(self, timeout: float = 15) -> list[psutil.Process]:
         """The processes the server started that are still running `timeout` seconds after it exited."""
         deadline = time.monotonic() + timeout

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 
 from engine.lifeline import start_ticks
@@ -24,20 +23,6 @@ from harness.server import ChainlitServer, describe, free_port
 
 LEFT_WITHIN_S = 15  # the kernel's parent-death signal is immediate; vLLM's own stop may take a few seconds
 WAYS = {"SIGKILL": (signal.SIGKILL, False), "SIGTERM": (signal.SIGTERM, False), "Ctrl-C": (signal.SIGINT, True)}
-
-
-def engine_core(server: ChainlitServer, timeout: float = 240) -> psutil.Process:
-    """The engine core the server forked, as soon as it names itself (vLLM does so first thing)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for child in psutil.Process(server.proc.pid).children(recursive=True):
-            try:
-                if "EngineCore" in " ".join(child.cmdline()):
-                    return child
-            except psutil.Error:
-                pass
-        time.sleep(0.05)
-    raise TimeoutError(f"no engine process appeared; see {server.log_path}")
 
 
 def end(server: ChainlitServer, way: str, moment: str) -> None:
@@ -60,7 +45,7 @@ async def test_a_server_ended_during_the_engine_build_and_mid_reply_leaves_no_en
     server = next_server(env, tmp_path, port, "building")
     client = await ChatClient(server.url).connect(wait_ready=False)  # the chat's opening starts the engine
     try:
-        core = await _in_thread(engine_core, server)
+        core = await asyncio.to_thread(server.engine_process)
         time.sleep(1.0)  # inside vLLM's build of the core (5-9 s here)
         assert core.is_running(), "the engine finished building before the test could end the server"
     finally:
@@ -125,7 +110,3 @@ def _marked_process(folder, app: int, listen_on: int | None = None) -> subproces
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "marked"
     return proc
-
-
-async def _in_thread(function, *args):
-    return await asyncio.to_thread(function, *args)
