@@ -8,12 +8,14 @@
 #   bash bench/gpu.sh startup   # `bench.startup`: the app's start as a timeline, twice (a fresh machine's first is cold),
 #                               # with py-spy on the server and its engine processes
 #   bash bench/gpu.sh remote    # `bench.remote --target gpu`: vllm serve alone and through 1 and 2 app processes
+#   bash bench/gpu.sh idle      # `bench.idle` (4gb and 8gb asleep and awake, 20 cycles, memory taken meanwhile),
+#                               # then `bench.orphans` (the app ended during its GPU engine's build)
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
 # The app path needs the wheels of bench/gpu-wheels.sh there too.
 set -u
 results=/tmp/bench-results
 model=models/ernie-0.3b-random
-running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote)|bench/app_path.sh|llama_cpp.sh" > /dev/null; }
+running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote|idle|orphans)|bench/app_path.sh|llama_cpp.sh" > /dev/null; }
 install_wheels() {  # the app's packages the bundles lack (bench/gpu-wheels.sh), when carried to /tmp/stash/wheels
   ls /tmp/stash/wheels/*.whl > /dev/null 2>&1 || return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
@@ -53,6 +55,13 @@ case "${1:-}" in
     setsid nohup python3 -m bench.remote --target gpu --model $model --out $results "${@:2}" \
       > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
+  idle)
+    install_wheels
+    make_model
+    setsid nohup bash -c "python3 -m bench.idle --model $model --presets 4gb,8gb --cycles 20 --take --out $results; \
+      python3 -m bench.orphans --model $model --preset 4gb --tries 2 --moments build --out $results" \
+      > /tmp/bench.out 2>&1 < /dev/null &
+    echo "started $!" ;;
   app)
     install_wheels
     make_model
@@ -65,5 +74,5 @@ case "${1:-}" in
     out=${OUT:-bench/results}
     mkdir -p "$out" && cp -r "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
     running && echo "STILL RUNNING" || echo "FINISHED" ;;
-  *) echo "usage: $0 start|cards|app|peers|startup|remote|wait [seconds]"; exit 2 ;;
+  *) echo "usage: $0 start|cards|app|peers|startup|remote|idle|wait [seconds]"; exit 2 ;;
 esac
