@@ -68,7 +68,10 @@ def launch(argv: list[str]) -> None:
     except Exception:  # the launcher must always start the app, with the preloads or without them
         return
     if wanted != os.environ.get("LD_PRELOAD", ""):
-        os.execve(sys.executable, [sys.executable, *argv], {**os.environ, "LD_PRELOAD": wanted})
+        env = {**os.environ, "LD_PRELOAD": wanted}
+        if os.access(argv[0], os.X_OK):  # the script itself, so that `ps` still names the process after it
+            os.execve(argv[0], argv, env)
+        os.execve(sys.executable, [sys.executable, *argv], env)
 
 
 def compute_cores(cpus: list[tuple[int, int, int]], bind: str, reserved: int) -> list[int] | None:
