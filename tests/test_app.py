@@ -156,7 +156,7 @@ async def test_a_watch_reload_keeps_the_running_engine_and_ctrl_c_ends_it_withou
     that terminal, while a reply streams, ends the app and its engine with no error in the log."""
     import psutil
 
-    from server import ROOT, ChainlitServer
+    from harness.server import ROOT, ChainlitServer
 
     server = ChainlitServer(engine_env, tmp_path / "chainlit.log", watch=True).start()
     probe = ROOT / "ui" / "_reload_probe.py"

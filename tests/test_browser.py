@@ -192,7 +192,7 @@ def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_en
     from selenium.webdriver.support.ui import WebDriverWait
 
     from harness.presets import APP_PRESET
-    from server import ChainlitServer
+    from harness.server import ChainlitServer
 
     env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(tmp_path / "chats.db"),
            "CHAT_MAX_TOKENS": "32"}
