@@ -38,8 +38,9 @@ class Backend(Protocol):
         """Start (or connect) unless running; concurrent callers share one attempt. Raises a ChatError."""
 
     def stream(self, messages: list[dict], sampling: Sampling | None = None, system_prompt: str | None = None,
-               request_id: str | None = None) -> AsyncIterator[str | Stats]:
-        """The reply's text deltas, then one `Stats`; closing the stream aborts the request."""
+               request_id: str | None = None, continue_reply: bool = False) -> AsyncIterator[str | Stats]:
+        """The reply's text deltas, then one `Stats`; closing the stream aborts the request. `continue_reply`: the
+        messages end with a partial reply, which the model goes on writing (engine.chat's continuation)."""
 
     async def abort(self, request_id: str) -> None:
         """Stop one request; its stream ends with finish reason 'abort'."""

@@ -9,6 +9,9 @@ newest message with its attachments does not fit on its own, the attachments'
 text is cut (the typed words stay whole) and the caller learns how much of each
 was left out. A newest message whose words cannot fit on their own is an error
 naming both sizes.
+
+With `continue_reply` the messages end with a partial assistant reply instead: the template's continuation of
+that final message (no end of turn, no new "Assistant: "), so the model goes on from where the reply stopped.
 """
 
 import re
@@ -53,9 +56,10 @@ def plain(messages: list[dict]) -> list[dict]:
     return [{"role": m["role"], "content": as_text(m)} for m in messages]
 
 
-def _render(tokenizer, system_prompt: str, messages: list[dict]) -> list[int]:
+def _render(tokenizer, system_prompt: str, messages: list[dict], continue_reply: bool = False) -> list[int]:
     turns = ([{"role": "system", "content": system_prompt}] if system_prompt.strip() else []) + messages
-    text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=not continue_reply,
+                                         continue_final_message=continue_reply)
     return tokenizer.encode(text, add_special_tokens=False)
 
 
@@ -65,15 +69,20 @@ def _turn_starts(messages: list[dict]) -> list[int]:
 
 
 def build_prompt(tokenizer, system_prompt: str, messages: list[dict],
-                 max_model_len: int, max_tokens: int) -> Prompt:
-    """Render `messages` (oldest first, ending with the user's) to fit the context."""
-    return fit_prompt(lambda turns: _render(tokenizer, system_prompt, turns), messages, max_model_len, max_tokens)
+                 max_model_len: int, max_tokens: int, continue_reply: bool = False) -> Prompt:
+    """Render `messages` (oldest first, ending with the user's, or with the reply to continue) to fit the context."""
+    return fit_prompt(lambda turns: _render(tokenizer, system_prompt, turns, continue_reply), messages,
+                      max_model_len, max_tokens, continue_reply)
 
 
-def fit_prompt(render, messages: list[dict], max_model_len: int, max_tokens: int) -> Prompt:
-    """The newest turns of `messages` that fit, with `render(turns) -> token ids` (a local tokenizer or a server's)."""
-    if not messages or messages[-1]["role"] != "user":
-        raise ValueError("the chat must end with a user message")
+def fit_prompt(render, messages: list[dict], max_model_len: int, max_tokens: int,
+               continue_reply: bool = False) -> Prompt:
+    """The newest turns of `messages` that fit, with `render(turns) -> token ids` (a local tokenizer or a server's);
+    `continue_reply`: the last message is a partial reply, kept whole with its question (nothing of them is cut)."""
+    last = "assistant" if continue_reply else "user"
+    if not messages or messages[-1]["role"] != last or (continue_reply and len(messages) < 2):
+        raise ValueError(f"the chat must end with a{'' if continue_reply else ' user'} message"
+                         f"{' and the reply to continue' if continue_reply else ''}")
     if any(m["role"] not in ROLES for m in messages):
         raise ValueError(f"message roles must be one of {ROLES}")
     reserve = min(max_tokens, max_model_len // 2)
@@ -82,14 +91,14 @@ def fit_prompt(render, messages: list[dict], max_model_len: int, max_tokens: int
     whole = render(turns)
     if len(whole) <= budget:  # the usual case, one render: a chat's whole history is rendered per message
         return Prompt(whole, 0, min(max_tokens, max_model_len - len(whole)), messages=tuple(turns))
-    attached = _Attached(render, messages[-1]) if messages[-1].get("attachments") else None
+    attached = _Attached(render, messages[-1]) if messages[-1].get("attachments") and not continue_reply else None
     if attached is None or attached.alone <= budget:
         kept = _newest_that_fit(render, turns, budget)
         if kept is not None:
             start, ids = kept
             return Prompt(ids, start, min(max_tokens, max_model_len - len(ids)), messages=tuple(turns[start:]))
         if attached is None:
-            raise ContextTooLongError(len(render(turns[-1:])), budget, max_model_len, reserve)
+            raise ContextTooLongError(len(render(turns[-2 if continue_reply else -1:])), budget, max_model_len, reserve)
     if attached.base > budget:
         raise ContextTooLongError(attached.base, budget, max_model_len, reserve)
     newest, ids, cut = attached.cut_to(budget)

@@ -370,15 +370,17 @@ class ChatEngine:
     # ---- requests --------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
                      system_prompt: str | None = None, request_id: str | None = None,
-                     ) -> AsyncIterator[str | Stats]:
-        """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request."""
+                     continue_reply: bool = False) -> AsyncIterator[str | Stats]:
+        """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request.
+        `continue_reply`: the messages end with a partial reply, which the model goes on writing."""
         await self.ensure_started()
         system = self.settings.system_prompt if system_prompt is None else system_prompt
         async for item in self._generate(messages, sampling or self.settings.sampling(), system,
-                                         request_id or uuid.uuid4().hex):
+                                         request_id or uuid.uuid4().hex, continue_reply):
             yield item
 
-    async def _generate(self, messages, sampling: Sampling, system: str, request_id: str):
+    async def _generate(self, messages, sampling: Sampling, system: str, request_id: str,
+                        continue_reply: bool = False):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -393,7 +395,7 @@ class ChatEngine:
         try:
             prompt = await asyncio.get_running_loop().run_in_executor(
                 PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len,
-                sampling.max_tokens)
+                sampling.max_tokens, continue_reply)
             params = hand_over(SamplingParams(  # top p by the engine's processor (engine/top_p.py)
                 temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
                 ignore_eos=sampling.ignore_eos, seed=sampling.seed,

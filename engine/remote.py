@@ -28,6 +28,7 @@ log = logging.getLogger("engine")
 CHECK_EVERY_S = 2.0  # how often the server's /metrics is read (and, while it is down, how often it is tried)
 CONNECT_TIMEOUT_S = 5.0
 KEEPALIVE_S = 2.0  # how long an idle connection to the server is kept for the next reply
+CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}  # vLLM: go on writing the last reply
 
 
 class RemoteEngine:
@@ -114,8 +115,9 @@ class RemoteEngine:
     # ---- requests -----------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
                      system_prompt: str | None = None, request_id: str | None = None,
-                     ) -> AsyncIterator[str | Stats]:
-        """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request on the server."""
+                     continue_reply: bool = False) -> AsyncIterator[str | Stats]:
+        """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request on the server.
+        `continue_reply`: the messages end with a partial reply, which the server's template continues."""
         await self.ensure_started()
         sampling = sampling or self.settings.sampling()
         system = self.settings.system_prompt if system_prompt is None else system_prompt
@@ -126,21 +128,22 @@ class RemoteEngine:
             if surely_fits(_with_system(system, turns), sampling.max_tokens, self.max_model_len):
                 prompt = Prompt([], 0, sampling.max_tokens, messages=tuple(turns))  # no need to ask the server
             else:
-                prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system), messages, self.max_model_len,
-                                                 sampling.max_tokens)
+                prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system, continue_reply), messages,
+                                                 self.max_model_len, sampling.max_tokens, continue_reply)
             turns = _with_system(system, list(prompt.messages))
-            async for item in self._generate(turns, sampling, prompt, request_id):
+            async for item in self._generate(turns, sampling, prompt, request_id, continue_reply):
                 yield item
         finally:
             self._active.pop(request_id, None)
             self._aborted.discard(request_id)
 
-    async def _generate(self, turns, sampling: Sampling, prompt: Prompt, request_id: str):
+    async def _generate(self, turns, sampling: Sampling, prompt: Prompt, request_id: str, continue_reply: bool = False):
         """One streamed chat completion, its server-sent events read as plain JSON (per token, a typed client's
         objects would cost more than the rest of the chat path: docs/scaling.md)."""
         body = {"model": self.model, "messages": turns, "max_tokens": prompt.max_tokens, "stream": True,
                 "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": sampling.seed,
-                "ignore_eos": sampling.ignore_eos, "stream_options": {"include_usage": True}}
+                "ignore_eos": sampling.ignore_eos, "stream_options": {"include_usage": True},
+                **(CONTINUE if continue_reply else {})}
         clock, reply = ReplyClock(), _Reply()
         try:
             async with self._http().stream("POST", f"{self.url}/chat/completions", json=body) as response:
@@ -174,10 +177,11 @@ class RemoteEngine:
                                              timeout=httpx.Timeout(CONNECT_TIMEOUT_S, read=None))
         return self._client
 
-    def _tokenizer(self, system: str):
+    def _tokenizer(self, system: str, continue_reply: bool = False):
         """`render(turns) -> token ids` by the server's own chat template and tokenizer (its /tokenize)."""
         def render(turns: list[dict]) -> list[int]:
-            body = {"model": self.model, "messages": _with_system(system, turns), "add_generation_prompt": True}
+            body = {"model": self.model, "messages": _with_system(system, turns),
+                    **(CONTINUE if continue_reply else {"add_generation_prompt": True})}
             try:
                 response = httpx.post(f"{self.root}/tokenize", json=body, headers=self._headers,
                                       timeout=CONNECT_TIMEOUT_S)
