@@ -15,10 +15,10 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 import wiring  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
-from ui import attachments, chat_state, sessions, sidebar, start_note, text  # noqa: E402
+from ui import attachments, chat_files, chat_state, chat_tools, sessions, sidebar, start_note, text  # noqa: E402
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
-from ui.reply import reply_to, stop  # noqa: E402
+from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
 
 engine, chat_history = wiring.install()
 
@@ -48,6 +48,9 @@ async def on_message(message: cl.Message):
         await cl.Message(content=text.status_text(engine.status()), author="system").send()
         if message.command != "Status" or message.content.strip() in ("", "/status"):
             return  # text typed beside the Status chip is a question too: answer it below
+    if message.command in (chat_state.EXPORT_COMMAND, chat_state.IMPORT_COMMAND):
+        await chat_files.on_command(engine, chat_history, message)
+        return
     if not message.content.strip() and not message.elements:
         await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
         return
@@ -71,6 +74,18 @@ async def retry_start(action: cl.Action):
         cl.user_session.set("pending", None)
         chat = await chat_state.current(engine)
         await reply_to(engine, chat_history, chat, chat.turns_before(pending["id"]), pending)
+
+
+@cl.action_callback(CONTINUE_ACTION)
+@reported("continuing the reply")
+async def continue_reply(action: cl.Action):
+    await chat_tools.continue_reply(engine, chat_history, action)
+
+
+@cl.action_callback(REGENERATE_ACTION)
+@reported("regenerating the reply")
+async def regenerate(action: cl.Action):
+    await chat_tools.regenerate(engine, chat_history, action)
 
 
 @cl.on_settings_update

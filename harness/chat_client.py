@@ -56,6 +56,9 @@ class ChatClient:
         self.sio.on("chat_settings", self._on_settings)
         self.actions: list[dict] = []  # buttons the server attached to messages
         self.sio.on("action", self.actions.append)
+        self.sio.on("remove_action", lambda action: self.actions.remove(action) if action in self.actions else None)
+        self.elements: list[dict] = []  # files and other elements the server sent with messages
+        self.sio.on("element", self.elements.append)
         self.sio.on("first_interaction", lambda data: setattr(self, "thread_id", data["thread_id"]))
         self._resume_answered = asyncio.Event()
         self.sio.on("resume_thread", lambda thread: self._answered_resume(thread, None))
@@ -150,6 +153,29 @@ class ChatClient:
         async with httpx.AsyncClient(base_url=self.url, cookies=cookies, timeout=timeout) as http:
             return await http.post("/project/file", params={"session_id": self.session_id}, headers=headers,
                                    files={"file": (name, data, mime)})
+
+    async def _http(self) -> httpx.AsyncClient:
+        cookies = {"access_token": self.token} if self.token else {}
+        return httpx.AsyncClient(base_url=self.url, cookies=cookies, timeout=httpx.Timeout(300, connect=60))
+
+    def action(self, name: str) -> dict | None:
+        """The latest button of that name the server attached (and has not taken back)."""
+        return next((a for a in reversed(self.actions) if a["name"] == name), None)
+
+    async def click(self, action: dict) -> httpx.Response:
+        """Press an action's button, as the browser does; returns once its callback has ended."""
+        self._started.clear()
+        self._ended.clear()
+        async with await self._http() as http:
+            return await http.post("/project/action", json={"sessionId": self.session_id, "action": action})
+
+    async def download(self, element: dict) -> bytes:
+        """A file element's bytes, as the browser fetches them."""
+        async with await self._http() as http:
+            response = await http.get(f"/project/file/{element['chainlitKey']}",
+                                      params={"session_id": self.session_id})
+        response.raise_for_status()
+        return response.content
 
     async def send(self, text: str, command: str | None = None, files: list[str] = ()) -> str:
         """Send a user message (with the ids of files uploaded); returns its id. Use `wait_reply` for the answer."""

@@ -15,10 +15,11 @@ import chainlit as cl
 
 from history.turns import turns_from
 from tasks import spawn
-from ui import attachments, sessions, sidebar, start_note
+from ui import attachments, reply, sessions, sidebar, start_note, text
 
 STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
+EXPORT_COMMAND, IMPORT_COMMAND = "Export", "Import"  # ui/chat_files.py
 
 
 @dataclass
@@ -77,12 +78,22 @@ async def _make(engine, thread: dict | None) -> ChatState:
     else:
         state = ChatState([], sidebar.defaults(engine.settings, engine.preset_name))
     await send_sidebar(engine, state.prefs)
-    await cl.context.emitter.set_commands([STATUS_COMMAND])
+    await cl.context.emitter.set_commands(commands())
+    state.reply = None if thread is None else reply.stored(thread, state.turns)
+    if state.reply is not None:
+        await reply.offer_tools(state.reply)
     if continued is not None:
         await sessions.tell_if_cut_off(continued)
     if not engine.ready:
         spawn(_start_engine(engine, state))  # start now: the first reply waits less
     return state
+
+
+def commands() -> list[dict]:
+    """The chips beside the message box: the status, and a chat's export and import."""
+    return [STATUS_COMMAND,
+            {"id": EXPORT_COMMAND, "icon": "download", "description": text.label(EXPORT_COMMAND), "button": True},
+            {"id": IMPORT_COMMAND, "icon": "upload", "description": text.label(IMPORT_COMMAND), "button": True}]
 
 
 async def _start_engine(engine, state: ChatState) -> None:

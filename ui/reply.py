@@ -3,12 +3,17 @@ notes and cost line, also when it is stopped or the engine fails midway (what wa
 
 The browser re-renders the whole message on each event, so tokens are sent at most every `FLUSH_EVERY_S`; the
 first one at once. The reply's turn joins the chat's turns only when it is finished, as the model read it.
+
+The latest reply carries the chat's tools as actions (ui/chat_tools.py): Regenerate, and Continue when it stopped
+before its end (Stop, the length limit, the context, a failure). A continued reply goes on in the same message;
+its metadata keeps what the whole reply cost ("stats") and how it ended ("finish"), also for a reopened chat.
 """
 
 import asyncio
+import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields, replace
 
 import chainlit as cl
 
@@ -21,6 +26,8 @@ FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batc
 PROMPT_KEYS = ("role", "content", "attachments")  # what of a turn the engine is given (not its message id)
 CHAINLIT_STOP_NOTICE = "Task manually stopped."
 BUSY_NOTICE = "⏳ Every slot of the engine is busy; your reply starts as soon as one frees up."
+CONTINUE_ACTION, REGENERATE_ACTION = "continue_reply", "regenerate_reply"
+CONTINUABLE = ("abort", "length")  # a reply that ended so can go on (a failure midway is "abort" too)
 
 
 @dataclass
@@ -35,6 +42,7 @@ class Reply:
     show_stats: bool
     pending: str = ""
     flushed_at: float = 0.0  # 0: the first token shows at once; later ones are batched
+    before: Stats | None = None  # a continued reply: what its earlier part cost
 
     @property
     def written(self) -> str:
@@ -55,21 +63,64 @@ class Reply:
         if sent is not self.asked:
             attachments.keep(self.layer, sent)
         self.turns += [sent, {"role": "assistant", "content": answer}]
-        self.message.metadata = {**self.message.metadata, "answer": answer}
+        stats = joined(self.before, stats)
+        finish = "abort" if stats is None else stats.finish_reason
+        self.message.metadata = {**self.message.metadata, "answer": answer, "finish": finish,
+                                 "stats": None if stats is None else {**asdict(stats), "cut": []}}
         await self.saver.settle()  # a write of the streaming reply must not land over the finished one
-        stopped = stats is None or stats.finish_reason == "abort"
+        stopped = finish == "abort"
         extra = ["*Stopped.*"] if stats is None else text.notes(stats, stopped)
         if stats is not None and self.show_stats:
             extra.append(text.stats_line(stats))
         self.message.content = "\n\n".join([text.close_code_fence(answer), *extra]) if answer else "\n\n".join(extra)
+        self.message.actions = tools(finish)
         await self.message.send()
 
 
-def _begin(layer, chat, turns: list[dict], asked: dict) -> Reply:
-    message = cl.Message(content="")
-    message.metadata = {"for": asked["id"]}  # which question it answers, to rebuild the prompt of a reopened chat
+def tools(finish: str | None) -> list[cl.Action]:
+    """The actions under the latest reply: Continue when it stopped before its end, and Regenerate."""
+    names = [CONTINUE_ACTION] if finish in CONTINUABLE else []
+    return [cl.Action(name=name, payload={}, label=text.label(name), tooltip=text.label(name, tooltip=True),
+                      icon=text.ACTION_ICONS[name]) for name in [*names, REGENERATE_ACTION]]
+
+
+def joined(before: Stats | None, after: Stats | None) -> Stats | None:
+    """The cost of a whole reply from its earlier part's and its continuation's (the prompt is the first one's;
+    cached tokens are the continuation's, the prefix cache's share of going on)."""
+    if before is None or after is None:
+        return after
+    decode_s = sum((s.generated_tokens - 1) / s.decode_tokens_per_s for s in (before, after)
+                   if s.decode_tokens_per_s and s.generated_tokens > 1)
+    generated = before.generated_tokens + after.generated_tokens
+    return replace(after, ttft_s=before.ttft_s, prompt_tokens=before.prompt_tokens, generated_tokens=generated,
+                   total_s=before.total_s + after.total_s, decode_tokens_per_s=(generated - 2) / decode_s
+                   if decode_s > 0 and generated > 2 else after.decode_tokens_per_s)
+
+
+def stored_stats(message: cl.Message) -> Stats | None:
+    """What a finished reply cost, from its metadata (None when it was stopped before its cost was known)."""
+    record = (message.metadata or {}).get("stats")
+    if not isinstance(record, dict):
+        return None
+    try:
+        return Stats(**{f.name: record[f.name] for f in fields(Stats) if f.name in record and f.name != "cut"})
+    except TypeError:  # a record of another version
+        return None
+
+
+async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None) -> Reply:
+    """The reply's message: a new one, or `going_on`, the reply to continue, shown again as its text alone."""
+    if chat.reply is not None:  # the tools are for the latest reply only
+        await chat.reply.remove_actions()
+        chat.reply.actions = []
+    if going_on is None:
+        message = cl.Message(content="")
+        message.metadata = {"for": asked["id"]}  # which question it answers, to rebuild a reopened chat's prompt
+    else:
+        message, going_on.content = going_on, going_on.metadata["answer"]
     chat.reply, chat.replying = message, True
-    return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats)
+    before = None if going_on is None else stored_stats(going_on)
+    return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before)
 
 
 async def _busy_notice(engine, layer) -> cl.Message | None:
@@ -82,18 +133,22 @@ async def _busy_notice(engine, layer) -> cl.Message | None:
     return notice
 
 
-async def reply_to(engine, layer, chat, turns: list[dict], asked: dict) -> None:
-    """Answer the user's turn `asked` (its words and attachments, from `attachments.question`)."""
+async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None = None) -> None:
+    """Answer the user's turn `asked` (its words and attachments, from `attachments.question`); `going_on`: the
+    reply to `asked` to continue, in its own message, from its stored answer."""
     keep_settings(layer)
     sessions.remember(layer)
     attachments.keep(layer, asked)
     request_id = uuid.uuid4().hex
     cl.user_session.set("request_id", request_id)
     prompt = [{key: t[key] for key in PROMPT_KEYS if key in t} for t in [*turns, asked]]
-    reply, stats = _begin(layer, chat, turns, asked), None
+    if going_on is not None:
+        prompt.append({"role": "assistant", "content": going_on.metadata["answer"]})
+    reply, stats = await _begin(layer, chat, turns, asked, going_on), None
     queued = await _busy_notice(engine, layer)
     try:
-        async for item in engine.stream(prompt, chat.prefs.sampling, chat.prefs.system_prompt, request_id):
+        async for item in engine.stream(prompt, chat.prefs.sampling, chat.prefs.system_prompt, request_id,
+                                        continue_reply=going_on is not None):
             if queued is not None:
                 await queued.remove()
                 queued = None
@@ -127,3 +182,24 @@ async def stop(engine) -> None:
         if shown.content == CHAINLIT_STOP_NOTICE:
             await shown.remove()
             break
+
+
+def stored(thread: dict, turns: list[dict]) -> cl.Message | None:
+    """A reopened chat's latest reply as a message to continue or replace: the stored reply to its last turns."""
+    if len(turns) < 2 or turns[-1]["role"] != "assistant":
+        return None
+    for step in reversed(thread.get("steps") or []):
+        meta = step.get("metadata") or {}
+        meta = json.loads(meta) if isinstance(meta, str) else meta
+        if step.get("type") == "assistant_message" and isinstance(meta, dict) and meta.get("for") == turns[-2]["id"]:
+            return cl.Message(content=step.get("output") or "", id=step["id"], metadata=meta,
+                              created_at=step.get("createdAt"))
+    return None
+
+
+async def offer_tools(message: cl.Message) -> None:
+    """Show the tools under a reopened chat's latest reply (Chainlit keeps no actions in the history)."""
+    meta = message.metadata or {}
+    message.actions = tools(meta.get("finish") or ("abort" if meta.get("cut_off") else "stop"))
+    for action in message.actions:
+        await action.send(for_id=message.id)

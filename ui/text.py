@@ -15,6 +15,32 @@ STARTERS = [
 ]
 
 
+# The chat's tools, by the language the browser asks for (Chainlit's own texts come from .chainlit/translations)
+WORDS = {
+    "continue_reply": ("Continue", "继续"),
+    "continue_reply.tip": ("Go on writing this reply from where it stopped", "从中断的地方接着写这条回复"),
+    "regenerate_reply": ("Regenerate", "重新生成"),
+    "regenerate_reply.tip": ("Another answer to the same question, in place of this one",
+                             "对同一个问题重新回答，替换这条回复"),
+    "Export": ("Download this chat as Markdown and JSON", "把这个对话下载为 Markdown 和 JSON"),
+    "Import": ("Attach a chat's JSON file to make it a new chat", "附上对话的 JSON 文件，导入为新对话"),
+}
+ACTION_ICONS = {"continue_reply": "play", "regenerate_reply": "refresh-cw"}
+
+
+def chinese() -> bool:
+    """Whether this chat's browser asks for Chinese (Chainlit reads its Accept-Language)."""
+    try:
+        return (cl.context.session.language or "").lower().startswith("zh")
+    except Exception:  # outside a chat
+        return False
+
+
+def label(name: str, tooltip: bool = False) -> str:
+    english, chinese_words = WORDS[f"{name}.tip" if tooltip else name]
+    return chinese_words if chinese() else english
+
+
 def progress_line(title: str, progress: Progress) -> str:
     mark = "✅" if progress.done else "⏳"
     line = f"{mark} {title}: {progress.stage} ({progress.elapsed_s:.0f} s)"

@@ -1,0 +1,203 @@
+"""Regenerate, Continue, Export and Import: the prompt of a continuation, an import file's checks, and the four
+end to end through a real Chainlit server (socket.io client as the browser; history on, as the shared server runs).
+"""
+
+import asyncio
+import json
+import time
+
+import pytest
+from transformers import AutoTokenizer
+
+from engine.chat import END_OF_SENTENCE, build_prompt
+from engine.errors import ContextTooLongError
+from engine.reports import Stats
+from harness.chat_client import ChatClient
+from harness.replies import stats_of
+from harness.stored import step_texts
+from history import exchange
+from ui.reply import joined
+
+CONTINUE, REGENERATE = "continue_reply", "regenerate_reply"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model):
+    return AutoTokenizer.from_pretrained(tiny_model)
+
+
+def test_a_continuation_ends_with_the_partial_reply_and_keeps_it_whole_with_its_question(tokenizer):
+    chat = [{"role": "user", "content": "Name three colours."}, {"role": "assistant", "content": "Red, green and"}]
+    prompt = build_prompt(tokenizer, "Be brief.", chat, 512, 64, continue_reply=True)
+    text = tokenizer.decode(prompt.token_ids)
+    assert text.endswith("Assistant: Red, green and") and END_OF_SENTENCE not in text
+    long = [{"role": "user", "content": "old " * 300}, {"role": "assistant", "content": "x " * 300}, *chat]
+    trimmed = build_prompt(tokenizer, "", long, 256, 64, continue_reply=True)
+    assert trimmed.dropped_messages == 2 and tokenizer.decode(trimmed.token_ids).endswith("Red, green and")
+    with pytest.raises(ContextTooLongError):
+        build_prompt(tokenizer, "", [chat[0], {"role": "assistant", "content": "y " * 400}], 256, 64,
+                     continue_reply=True)
+    with pytest.raises(ValueError):
+        build_prompt(tokenizer, "", chat[:1], 512, 64, continue_reply=True)
+
+
+def test_the_cost_of_a_continued_reply_is_the_whole_reply():
+    first = Stats(0.05, 100.0, 40, 16, 0, "length", 0, 0.3, max_tokens=16)
+    more = Stats(0.02, 50.0, 56, 11, 48, "stop", 0, 0.4, max_tokens=16)
+    whole = joined(first, more)
+    assert (whole.prompt_tokens, whole.generated_tokens, whole.cached_tokens, whole.ttft_s) == (40, 27, 48, 0.05)
+    assert whole.finish_reason == "stop" and whole.total_s == pytest.approx(0.7)
+    assert whole.decode_tokens_per_s == pytest.approx(25 / (15 / 100 + 10 / 50))
+    assert joined(None, more) is more and joined(first, None) is None
+
+
+def _refusal(data, context: int = 4096) -> str:
+    with pytest.raises(exchange.ImportRefused) as refused:
+        exchange.parse(data if isinstance(data, bytes) else json.dumps(data).encode(), context)
+    return str(refused.value)
+
+
+def test_an_import_is_checked_and_each_refusal_says_what_and_how_to_fix_it():
+    pair = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert "not valid JSON" in _refusal(b'{"messages": [')
+    assert "holds no messages" in _refusal({"chat": []})
+    assert 'role "tool"' in _refusal([*pair, {"role": "tool", "content": "42"}]) and "change its role" in \
+        _refusal([{"role": "robot", "content": "x"}])
+    assert "10,000 messages" in _refusal(pair * 5000) and "split it" in _refusal(pair * 5000)
+    assert "message 2 is larger than the context" in _refusal([pair[0], {"role": "assistant", "content": "z" * 20000}])
+    assert "second user message in a row" in _refusal([pair[0], pair[0]])
+    assert "not text" in _refusal([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])
+    assert "system message after the chat began" in _refusal([*pair, {"role": "system", "content": "s"}])
+
+
+def test_the_export_is_openai_messages_and_markdown_and_imports_back():
+    turns = [{"role": "user", "content": "Sum it.", "attachments": [{"name": "a.csv", "text": "1,2"}]},
+             {"role": "assistant", "content": "3"}]
+    args = (turns, "baidu/ERNIE-4.5-0.3B-PT", "4gb", {"temperature": 0.8, "top_p": 0.8, "max_tokens": 512},
+            "Be brief.", "Sum it")
+    saved = json.loads(exchange.as_json(*args))
+    assert saved["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert saved["messages"][1]["content"].startswith("a.csv\n```\n1,2\n```") and saved["model"].startswith("baidu")
+    back = exchange.parse(exchange.as_json(*args).encode(), 4096)
+    assert [t["role"] for t in back.turns] == ["user", "assistant"] and back.title == "Sum it"
+    assert back.settings == {"temperature": 0.8, "top_p": 0.8, "max_tokens": 512, "system_prompt": "Be brief."}
+    markdown = exchange.as_markdown(*args)
+    assert markdown.startswith("# Sum it") and "- Memory preset: `4gb`" in markdown and "## ERNIE\n\n3" in markdown
+    plain = exchange.parse(json.dumps([{"role": "user", "content": [{"type": "text", "text": "hi"}]}]).encode(), 99)
+    assert plain.turns == [{"role": "user", "content": "hi"}]
+
+
+# ---- end to end ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+async def client(app_server):
+    chat = await ChatClient(app_server.url).connect()
+    yield chat
+    await chat.close()
+
+
+async def _finished(client: ChatClient, message_id: str, before: str = "", timeout: float = 300) -> str:
+    """The reply `message_id` once it shows new text and its end (a cost line or the Stop note)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = client.messages.get(message_id)
+        if shown and shown.content != before and ("reply tokens" in shown.content or "*Stopped.*" in shown.content):
+            return shown.content
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"reply {message_id} did not end: {client.all_text()[-400:]!r}")
+
+
+async def test_continue_goes_on_in_the_same_message_and_regenerate_replaces_the_reply(client, app_server):
+    await client.change_settings({"max_tokens": 16, "temperature": 0.8})
+    first = None
+    for _ in range(4):  # the random test model may end a reply before the limit: ask until one is cut by it
+        first = await client.ask("Count from one to one hundred.")
+        if "'max new tokens' limit" in first.content:
+            break
+    else:
+        pytest.fail("no reply reached the 16-token limit")
+    action = client.action(CONTINUE)
+    assert action and action["forId"] == first.id and client.action(REGENERATE)["forId"] == first.id
+    answer = first.content.split("\n\n*The reply hit")[0]
+    response = await client.click(action)
+    assert response.status_code == 200, response.text
+    whole = await _finished(client, first.id, first.content)
+    assert whole.startswith(answer) and len(whole.split("\n\n*")[0]) >= len(answer)
+    assert stats_of(whole)["reply"] > stats_of(first.content)["reply"], "the cost line counts the whole reply"
+    assert stats_of(whole)["prompt"] == stats_of(first.content)["prompt"]
+    # Regenerate: a new answer to the same question in place of the old one, in the chat and in the history
+    await client.click(client.action(REGENERATE))
+    replies = [m for m in client.replies("ERNIE Chat") if "reply tokens" in m.content]
+    assert first.id not in client.messages and replies and replies[-1].id != first.id
+    resumed = await ChatClient(app_server.url, thread_id=client.thread_id).connect()
+    try:
+        texts = [text for kind, text in step_texts(resumed.resumed) if kind == "assistant_message"]
+        assert texts == [replies[-1].content], "the history holds the new reply only"
+        assert resumed.action(REGENERATE), "a reopened chat offers the tools under its latest reply"
+        await resumed.click(resumed.action(REGENERATE))
+        assert len(resumed.replies("ERNIE Chat")) == 1 and "reply tokens" in resumed.replies("ERNIE Chat")[0].content
+    finally:
+        await resumed.close()
+
+
+async def test_a_continued_reply_can_be_stopped_and_continued_again(client):
+    await client.change_settings({"max_tokens": 8192})
+    for _ in range(3):
+        await client.send("Tell me a very long story.")
+        reply = await client.streaming_reply(set())
+        await client.stop()
+        await client.wait_idle()
+        if "*Stopped.*" in reply.content:
+            break
+    assert client.action(CONTINUE), "a stopped reply can be continued"
+    for _ in range(3):  # on a busy machine the continuation may end before Stop arrives: then try again
+        before = reply.content
+        clicked = asyncio.ensure_future(client.click(client.action(CONTINUE) or client.action(REGENERATE)))
+        deadline = time.monotonic() + 300
+        while reply.content.split("\n\n*Stopped.*")[0] == before.split("\n\n*Stopped.*")[0] and not clicked.done():
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        await client.stop()
+        await clicked
+        if reply.content.endswith("*Stopped.*"):
+            break
+    assert reply.content.endswith("*Stopped.*") and client.action(CONTINUE)["forId"] == reply.id
+    await client.change_settings({"max_tokens": 16})
+    stopped = reply.content
+    await client.click(client.action(CONTINUE))
+    assert (await _finished(client, reply.id, stopped)).startswith(stopped.split("\n\n*Stopped.*")[0])
+    assert "Task manually stopped" not in client.all_text()
+
+
+async def test_a_chat_exports_as_markdown_and_json_and_imports_as_a_new_chat_of_its_owner(client, app_server):
+    await client.change_settings({"max_tokens": 24})
+    await client.ask("What is a cache?")
+    await client.send("", command="Export")
+    await client.wait_idle()
+    files = {element["name"].rsplit(".", 1)[1]: element for element in client.elements}
+    markdown = (await client.download(files["md"])).decode()
+    assert "- Model: `" in markdown and "- Sampling: temperature" in markdown and "What is a cache?" in markdown
+    exported = json.loads(await client.download(files["json"]))
+    assert [m["role"] for m in exported["messages"]][-2:] == ["user", "assistant"]
+    # refused: bad JSON, a role vLLM refuses; then the export itself imports as a new chat
+    for data, said in ((b"{nope", "not valid JSON"), (json.dumps([{"role": "tool", "content": "1"}]).encode(),
+                                                       'role "tool"')):
+        uploaded = await client.upload("chat.json", data, "application/json")
+        await client.send("", command="Import", files=[uploaded.json()["id"]])
+        await client.wait_idle()
+        assert said in client.all_text() and "Nothing was imported" in client.all_text()
+    uploaded = await client.upload("chat.json", json.dumps(exported).encode(), "application/json")
+    await client.send("", command="Import", files=[uploaded.json()["id"]])
+    await client.wait_idle()
+    done = [m.content for m in client.messages.values() if m.content.startswith("✅ Imported")]
+    assert done, client.all_text()[-500:]
+    thread_id = done[-1].split("/thread/")[1].split(")")[0]
+    opened = await ChatClient(app_server.url, thread_id=thread_id).connect()
+    try:
+        assert opened.resume_error is None
+        assert [t for _, t in step_texts(opened.resumed)][:2] == [m["content"] for m in exported["messages"]][-2:]
+        reply = await opened.ask("And a prefix cache?")
+        assert stats_of(reply.content)["prompt"] > stats_of(opened.resumed["steps"][-1]["output"] + " 0 prompt + 0 "
+                                                            "reply tokens · 0 cached")["prompt"]
+    finally:
+        await opened.close()

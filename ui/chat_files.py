@@ -1,0 +1,114 @@
+"""A chat's export and import, as the commands beside the message box ("Export", "Import").
+
+Export sends the chat as two files under one notice (shown, never stored): Markdown to read, with the model,
+preset and sampling at the top, and JSON in the OpenAI messages format (history/exchange.py writes both). Import
+takes such a JSON file (or the app's own export) attached to the Import command and stores it as a new chat in the
+history of the user who imports it, never anyone else's (the thread is made with the signed-in user as its
+owner; Chainlit's own checks then keep it theirs); opened from the sidebar it goes on with its turns in the prompt
+(history/turns.py reads the stored steps as any chat's). It needs the history: without it nothing is kept.
+"""
+
+import asyncio
+import os
+import re
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import chainlit as cl
+from chainlit.config import config
+
+from history import exchange
+from history.writes import transient
+from ui import chat_state
+
+NO_HISTORY = ("Importing needs the chat history, which is off on this server (CHAT_HISTORY=false): turn it on and "
+              "restart, then import again.")
+ATTACH_ONE = ("Attach one chat's JSON file to the Import command (the app's Export, or a list of OpenAI messages), "
+              "and send it again.")
+
+
+async def on_command(engine, layer, message: cl.Message) -> None:
+    if message.command == chat_state.EXPORT_COMMAND:
+        await export(engine, layer)
+    else:
+        await import_chat(engine, layer, message)
+
+
+def _title(turns: list[dict]) -> str:
+    first = next((t["content"] for t in turns if t["role"] == "user"), "") or "Chat"
+    return " ".join(first.split())[:60]
+
+
+async def export(engine, layer) -> None:
+    chat = await chat_state.current(engine)
+    if not chat.turns:
+        await cl.ErrorMessage(content="This chat has no answered messages to export yet: ask something first, then "
+                                      "export it.", author="system").send()
+        return
+    prefs, title = chat.prefs, _title(chat.turns)
+    sampling = prefs.sampling.model_dump(include={"temperature", "top_p", "max_tokens", "seed"})
+    args = (chat.turns, engine.settings.model, engine.preset_name, sampling, prefs.system_prompt, title)
+    stem = re.sub(r"[^\w-]+", "-", title).strip("-")[:40] or "chat"
+    files = [cl.File(name=f"{stem}.md", content=exchange.as_markdown(*args).encode(), mime="text/markdown",
+                     display="inline"),
+             cl.File(name=f"{stem}.json", content=exchange.as_json(*args).encode(), mime="application/json",
+                     display="inline")]
+    notice = cl.Message(content=f"⬇️ This chat ({len(chat.turns)} messages) as Markdown to read and as JSON in the "
+                                "OpenAI messages format (the Import command takes it back).", author="system",
+                        elements=files)
+    transient(notice, layer)  # the files are made again at any time; the history keeps the turns
+    await notice.send()
+
+
+async def _refuse(why: str) -> None:
+    await cl.ErrorMessage(content=f"Nothing was imported: {why}", author="system").send()
+
+
+async def import_chat(engine, layer, message: cl.Message) -> None:
+    if layer is None:
+        return await cl.ErrorMessage(content=NO_HISTORY, author="system").send()
+    files = [element for element in message.elements or [] if getattr(element, "path", None)]
+    if len(files) != 1:
+        return await _refuse(ATTACH_ONE)
+    file, most = files[0], config.features.spontaneous_file_upload.max_size_mb * 1024 * 1024
+    if not file.name.lower().endswith((".json", ".jsonl")) and "json" not in (file.mime or ""):
+        return await _refuse(f"{file.name} is not a JSON file. {ATTACH_ONE}")
+    if os.path.getsize(file.path) > most:
+        return await _refuse(f"{file.name} is larger than {most // 1024 // 1024} MB: keep the chat's latest "
+                             "messages in it, and import it again.")
+    data = await asyncio.to_thread(_read, file.path)
+    try:
+        imported = exchange.parse(data, engine.max_model_len or exchange.MODEL_CONTEXT)
+    except exchange.ImportRefused as why:
+        return await _refuse(f"{file.name}: {why}.")
+    thread_id = await _store(layer, imported)
+    await cl.Message(content=f"✅ Imported {len(imported.turns)} messages as a new chat, “{imported.title}”: "
+                             f"[open it](/thread/{thread_id}), or find it in the history's list. It goes on from "
+                             "its last message.", author="system").send()
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+async def _store(layer, imported: exchange.Imported) -> str:
+    """The imported chat as a new thread of the signed-in user: its messages as steps that history/turns.py reads
+    back (each reply marked with the question it answers), its settings as the thread's sidebar."""
+    user = cl.context.session.user
+    owner = await layer.get_user(user.identifier) if user is not None else None
+    thread_id = str(uuid.uuid4())
+    imported.title = imported.title or _title(imported.turns)
+    await layer.update_thread(thread_id, name=imported.title, user_id=owner.id if owner else None,
+                              metadata={"chat_settings": imported.settings})
+    start, asked = datetime.now(timezone.utc).replace(tzinfo=None), None
+    for index, turn in enumerate(imported.turns):
+        step_id, at = str(uuid.uuid4()), (start + timedelta(milliseconds=index)).isoformat() + "Z"
+        user_turn = turn["role"] == "user"
+        metadata = {} if user_turn else {"for": asked, "answer": turn["content"], "finish": "stop"}
+        await layer.create_step({
+            "id": step_id, "threadId": thread_id, "name": user.identifier if user_turn and user else config.ui.name,
+            "type": "user_message" if user_turn else "assistant_message", "output": turn["content"],
+            "createdAt": at, "start": at, "end": at, "metadata": metadata, "streaming": False})
+        asked = step_id if user_turn else asked
+    return thread_id

@@ -1,0 +1,69 @@
+"""Regenerate and Continue: the actions under a chat's latest reply (ui/reply.py attaches them).
+
+Regenerate asks the same question again at the chat's sampling settings and puts the new answer in place of the
+old one: in the chat, in its turns and in the history (the old reply is deleted there too, so a reopened chat
+shows, and its prompt holds, exactly what the chat showed). Continue goes on writing a reply that stopped before
+its end, in the same message: the prompt is the same turns plus what was written, rendered as the chat template's
+continuation of it (engine.chat), so the prefix cache serves most of it. Both run inside Chainlit's action
+request, not a task Chainlit can cancel: the chat is told a task runs (its Stop button shows) and Stop aborts the
+request in the engine, leaving a reply that can be continued again.
+"""
+
+import chainlit as cl
+
+from ui import chat_state, start_note
+from ui.reply import reply_to
+
+BUSY = "A reply is still being written: wait for it to end, or press Stop, then try again."
+SWITCHING = ("The engine is starting or switching its memory preset: try again once the note above says it is "
+             "ready.")
+NOT_LATEST = ("Only the chat's latest reply can be regenerated or continued: use the buttons under the latest "
+              "reply, or send a new message.")
+
+
+def _refusal(engine, chat, action: cl.Action) -> str | None:
+    """Why this action cannot run now, or None."""
+    if chat.replying:
+        return BUSY
+    if engine.starting:
+        return SWITCHING
+    latest = chat.reply
+    if latest is None or action.forId != latest.id or len(chat.turns) < 2 or chat.turns[-1]["role"] != "assistant":
+        return NOT_LATEST
+    return None
+
+
+async def _ready(engine, chat, action: cl.Action) -> bool:
+    """Whether the action may run; the chat is told why not."""
+    why = _refusal(engine, chat, action)
+    if why is None and not await start_note.ensure_engine(engine):  # asleep or failed: the start's note says
+        return False
+    if why is not None:
+        await cl.ErrorMessage(content=why, author="system").send()
+    return why is None
+
+
+async def _answer(engine, layer, chat, going_on: cl.Message | None) -> None:
+    """Answer the chat's last question again (`going_on`: by continuing that reply), as a task the chat can stop."""
+    asked = chat.turns[-2]
+    del chat.turns[-2:]  # the reply's turn comes back when it is finished (reply.Reply.finish)
+    await cl.context.emitter.task_start()
+    try:
+        await reply_to(engine, layer, chat, chat.turns, asked, going_on)
+    finally:
+        await cl.context.emitter.task_end()
+
+
+async def continue_reply(engine, layer, action: cl.Action) -> None:
+    chat = await chat_state.current(engine)
+    if await _ready(engine, chat, action):
+        await _answer(engine, layer, chat, chat.reply)
+
+
+async def regenerate(engine, layer, action: cl.Action) -> None:
+    chat = await chat_state.current(engine)
+    if await _ready(engine, chat, action):
+        old, chat.reply = chat.reply, None
+        await old.remove_actions()
+        await old.remove()  # from the chat and the history: the new answer takes its place
+        await _answer(engine, layer, chat, None)
