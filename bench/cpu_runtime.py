@@ -106,14 +106,18 @@ def main() -> None:
     parser.add_argument("--model", default="models/full-ernie")
     parser.add_argument("--llama", action="store_true", help="llama.cpp bf16 too (bench/llama_cpp.sh builds it)")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--only", default="", help="comma-separated row names to run")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per row")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="cpu-runtime-"))
     before, after = tree(args.before, work / "before"), tree(args.after, work / "after")
-    once = rows(before, after, args.llama)
+    once = [r for r in rows(before, after, args.llama) if not args.only or r[0]["name"] in args.only.split(",")]
     order = [(r, row) for r in range(args.rounds) for row in (once if r % 2 == 0 else once[::-1])]
     stem = RESULTS / f"cpu-runtime-{time.strftime('%Y%m%d-%H%M%S')}"
     results = startup_costs(after)
+    report = {"command": " ".join(["python", "-m", "bench.cpu_runtime", *sys.argv[1:]]), "versions": versions(),
+              "device": device_name(), "model": args.model, "launcher": str(Path(sys.executable).with_name("chainlit")),
+              "results": results}
     with open(f"{stem}.log", "w") as log:
         for round_, (config, env) in order:
             config = {**config, "name": f"{config['name']} #{round_ + 1}"}
@@ -122,10 +126,8 @@ def main() -> None:
                 found = run_config(config, str(Path(args.model).resolve()), args.timeout, log)
             results += [{"config": config["name"], "metric": "load_1min", "value": load},
                         {"config": config["name"], "metric": "cpu_s", "value": children_cpu_s() - cpu}, *found]
-    report = {"command": " ".join(["python", "-m", "bench.cpu_runtime", *sys.argv[1:]]), "versions": versions(),
-              "device": device_name(), "model": args.model, "launcher": str(Path(sys.executable).with_name("chainlit")),
-              "results": results}
-    Path(f"{stem}.json").write_text(json.dumps(report, indent=1))
+            report["results"] = results
+            Path(f"{stem}.json").write_text(json.dumps(report, indent=1))  # after every row: a cut run keeps its rows
     print(table(report, [LOAD, *COLUMNS[:3], COLUMNS[-1], ("cpu_s", "CPU s", "{:.0f}")]))
     print({r["metric"]: round(r["value"], 1) for r in results if r["config"] == "launcher"})
 
