@@ -108,6 +108,37 @@ def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser,
     print(f"\nscreenshots: {picture} {history}")
 
 
+def test_regenerate_under_a_reply_and_the_export_chip(app_server, browser, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+    browser.get(app_server.url)
+    wait.until(ready.element_to_be_clickable((By.ID, "chat-input")))
+
+    def typed(driver) -> bool:
+        driver.find_element(By.ID, "chat-input").send_keys("Name a colour.", Keys.ENTER)
+        return True
+
+    wait.until(typed)
+    regenerate = (By.XPATH, "//button[contains(., 'Regenerate')]")
+    wait.until(ready.element_to_be_clickable(regenerate), "no Regenerate button under the reply")
+
+    def costs(driver) -> list[str]:
+        return [line for line in driver.find_element(By.TAG_NAME, "body").text.splitlines() if "reply tokens" in line]
+
+    first = costs(browser)
+    browser.find_element(*regenerate).click()
+    wait.until(lambda d: len(costs(d)) == 1 and costs(d) != first, "the regenerated reply must replace the old one")
+    wait.until(ready.element_to_be_clickable((By.ID, "command-Export"))).click()
+    wait.until(lambda d: ".json" in d.find_element(By.TAG_NAME, "body").text, "the export's files are not shown")
+    picture = Path(os.environ.get("CHAT_SCREENSHOT_TOOLS") or tmp_path / "chat-tools.png")
+    assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
+
+
 def test_the_status_chip_answers_without_pressing_send(app_server, browser):
     from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.common.by import By

@@ -66,7 +66,7 @@ class FakeEngine:
     def status(self):
         return Status("ready", "cpu", "No GPU", "CPU (2 cores)", 4096, None, 1.5, 0.01, 0, 0)
 
-    async def stream(self, messages, sampling, system_prompt, request_id):
+    async def stream(self, messages, sampling, system_prompt, request_id, continue_reply=False):
         self.seen.append(messages)
         if self.error:
             raise self.error
