@@ -19,9 +19,9 @@ own top p would be. `hand_over` makes that change to a request's parameters, for
 the API (`hand_over_client`); only where the engine was built with the processor (presets.engine_kwargs), only
 for sampled requests without a top k (vLLM applies top p after top k: those keep vLLM's path).
 
-Only CPU engines get it (presets.engine_kwargs). On the H200 the sort is cheap (0.16-0.59 ms for 1-32 rows
-of 103,424 logits) and this was slower (0.35-1.26 ms: more kernels, and a host sync per step where it decides
-which rows are held); on the CPU the sort took 9-27 ms a row and this 1 ms where the best 64 hold p
+Only CPU engines get it (presets.engine_kwargs). On the H200 the sort is cheap (0.14-0.59 ms for 1-32 rows
+of 103,424 logits) and this was slower (0.33-1.27 ms: more kernels, and host syncs where it decides which rows
+are held); on one core of the CPU the sort took 10-13 ms a row and this 0.4-0.65 ms where the best 64 hold p
 (docs/benchmarks.md, "The sampler").
 
 The mask itself (`mask_top_p`) needs torch only; the processor class is made when vLLM first asks for it (by
