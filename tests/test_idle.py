@@ -128,3 +128,11 @@ async def _until_asleep(chat: ChatClient) -> None:
     while "asleep since" not in (text := await _status(chat)):
         assert time.monotonic() < deadline, f"the engine did not fall asleep: {text}"
         await asyncio.sleep(1)
+
+
+async def test_a_preset_switch_while_asleep_starts_the_new_preset(idle_engine):
+    await idle_engine.ensure_started()
+    assert await idle_engine.fall_asleep()
+    assert await idle_engine.switch_preset("cpu"), "the switch did nothing to a sleeping engine"
+    assert idle_engine.ready and idle_engine.asleep_since is None and idle_engine.preset.name == "cpu"
+    assert await reply(idle_engine)
