@@ -18,7 +18,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import build, download, hardware, leftovers, presets, sizing
+from engine import build, download, hardware, leftovers, presets
 from engine.chat import build_prompt, stop_token_ids
 from engine.output_tail import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
@@ -27,7 +27,9 @@ from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
 from engine.single_flight import SingleFlight
+from engine.sleep import SleepAndWake
 from engine.startup import classify_start_error, plan_start
+from engine.status import engine_status
 from runtime import RUNTIME, kept
 
 log = logging.getLogger("engine")
@@ -37,12 +39,9 @@ ENGINE_OUTPUT = kept("engine_output", OutputTail)
 # with "Already borrowed".
 PROMPTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompts")
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
-# vLLM's sleep level for an idle GPU engine: 1 moves the weights to CPU memory and drops the KV cache, so waking
-# copies 0.72 GB back; 2 would drop the weights too and read them from disk again (docs/benchmarks.md, "Idle").
-SLEEP_LEVEL = 1
 
 
-class ChatEngine:
+class ChatEngine(SleepAndWake):
     presets_locked: str | None = None  # presets can be switched: the engine is ours to size
     serves_api = True  # its `AsyncLLM` can back the OpenAI-compatible API on the chat server
 
@@ -122,56 +121,6 @@ class ChatEngine:
                     # a wake that found its memory taken is tried again by the next message, not remembered
                     self.failure = error if isinstance(error, ChatError) and not waking else None
                     raise
-
-    def _busy(self) -> bool:
-        return bool(self._active) or self._api_sequences > 0 or self.starting or not self.ready
-
-    async def fall_asleep(self) -> bool:
-        """Give the device back while nobody chats (the idle timer asks); False when a request or a start came
-        meanwhile. A GPU engine sleeps in vLLM's sleep mode; a CPU engine, which has none, stops."""
-        async with self._lock:
-            if self._busy() or self.closing:
-                return False
-            self.asleep_since = time.time()  # from here on a request waits for the wake (`ready` is False)
-            self._falling_asleep = True
-            try:
-                if self._sleeps_on_device():
-                    await self._llm.sleep(SLEEP_LEVEL)
-                else:
-                    await self._stop_engine()
-            finally:
-                self._falling_asleep = False
-            log.info("the engine sleeps after %.1f idle minutes (%s)", self.settings.idle_minutes,
-                     "its memory given back" if self._llm is not None else "stopped: it starts with the next message")
-            return True
-
-    def _sleeps_on_device(self) -> bool:
-        return self._llm is not None and self.device is not None and self.device.kind == "cuda"
-
-    async def _wake(self) -> None:
-        """Bring a sleeping engine back; the lock is held. A GPU engine whose memory another program took meanwhile
-        is stopped and started anew, so the start says in plain words what it needs and what is free."""
-        began = time.monotonic()
-        if not self._sleeps_on_device():  # stopped on the CPU: a start with the same preset
-            await self._launch(self.preset_name, waking=True)
-            return
-        self.starting = True
-        try:
-            await self._progress.emit("Waking the engine", began)
-            try:
-                await self._llm.wake_up()
-            except Exception as error:
-                log.warning("waking the engine failed (%s: %s); starting it anew", type(error).__name__, error)
-                await self._stop_engine()
-                self.starting = False
-                await self._launch(self.preset_name, waking=True)
-                return
-            self.asleep_since = None
-            self._idle.start()
-            await self._progress.emit("Ready", began, done=True)
-            log.info("engine awake in %.2f s", time.monotonic() - began)
-        finally:
-            self.starting = False
 
     async def _launch(self, name: str, waking: bool = False) -> None:
         """Build the engine for preset `name` and warm it up. The lock is held."""
@@ -464,42 +413,32 @@ class ChatEngine:
 
     # ---- status ----------------------------------------------------------------
     def status(self) -> Status:
-        preset = self.preset
-        state = ("waking" if self.asleep_since is not None else "starting") if self.starting else \
-            "ready" if self.ready else "falling asleep" if self._falling_asleep else \
-            "asleep" if self.asleep_since is not None else "stopped"
-        used = None
-        if (self.ready or self._sleeps_on_device()) and self.device is not None:
-            if self.device.kind == "cuda":
-                now = hardware.gpu_used_bytes()
-                used = None if now is None else (now - (self._gpu_baseline or 0)) / presets.GIB
-            else:
-                used = hardware.memory_bytes(list(self._engine_pids)) / presets.GIB
-        gauges = build.gauges() if self.ready else {}
-        return Status(
-            state=state, preset=preset.name if preset else self.preset_name,
-            purpose=preset.purpose if preset else "",
-            device=self._device_text(),
-            max_model_len=preset.max_model_len if preset else None,
-            needs_gib=self._footprint_gib(),
-            memory_used_gib=used,
-            kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
-            requests_running=int(gauges.get("vllm:num_requests_running", 0)),
-            requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
-            chat_requests=len(self._active), api_sequences=self.api_sequences, asleep_since=self.asleep_since,
-        )
+        return engine_status(self)
 
+    @property
+    def state(self) -> str:
+        if self.starting:
+            return "waking" if self.asleep_since is not None else "starting"
+        if self.ready:
+            return "ready"
+        if self.asleep_since is not None:
+            return "falling asleep" if self._falling_asleep else "asleep"
+        return "stopped"
 
-    def _device_text(self) -> str:
-        if self.device is None:
-            return "not started"
-        gpus = self.settings.gpus if self.device.kind == "cuda" else 1
-        return self.device.name if gpus == 1 else f"{gpus} × {self.device.name} ({self.settings.parallel} parallel)"
-
-    def _footprint_gib(self) -> float | None:
-        if self.preset is None or self.preset.device != "cuda":
+    @property
+    def held_memory_gib(self) -> float | None:
+        """What the engine holds now: on a GPU the whole device's use above the baseline, also while asleep; on
+        the CPU its processes' memory (none while asleep: it stopped)."""
+        if not (self.ready or self._sleeps_on_device()) or self.device is None:
             return None
-        return sizing.footprint(self.preset, sizing.weights_bytes(self.settings.model)).total / presets.GIB
+        if self.device.kind == "cuda":
+            now = hardware.gpu_used_bytes()
+            return None if now is None else (now - (self._gpu_baseline or 0)) / presets.GIB
+        return hardware.memory_bytes(list(self._engine_pids)) / presets.GIB
+
+    @property
+    def chat_requests(self) -> int:
+        return len(self._active)
 
 
 def shared_engine():
