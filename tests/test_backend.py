@@ -15,7 +15,7 @@ METHODS = [name for name, member in vars(Backend).items()
 
 
 BACKENDS = [ChatEngine, RemoteEngine]
-# read at collection, before the fast tier's guard (tests/conftest.py) replaces the methods that start an engine
+# read at collection: the methods themselves, whatever a fixture may put in their place later
 METHODS_OF = {(backend, name): getattr(backend, name) for backend in BACKENDS for name in METHODS}
 
 
