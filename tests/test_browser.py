@@ -125,18 +125,28 @@ def test_regenerate_under_a_reply_and_the_export_chip(app_server, browser, tmp_p
 
     wait.until(typed)
     regenerate = (By.XPATH, "//button[contains(., 'Regenerate')]")
-    wait.until(ready.element_to_be_clickable(regenerate), "no Regenerate button under the reply")
+    WebDriverWait(browser, 480, ignored_exceptions=[StaleElementReferenceException, WebDriverException]).until(
+        ready.presence_of_element_located(regenerate), "no Regenerate button under the reply")  # a busy machine
 
     def costs(driver) -> list[str]:
         return [line for line in driver.find_element(By.TAG_NAME, "body").text.splitlines() if "reply tokens" in line]
 
+    def press(locator):  # the page may re-render, or a tooltip cover the button, for a moment: press again
+        def pressed(driver) -> bool:
+            driver.find_element(*locator).click()
+            return True
+        return pressed
+
     first = costs(browser)
-    browser.find_element(*regenerate).click()
+    wait.until(press(regenerate), "the Regenerate button could not be pressed")
     wait.until(lambda d: len(costs(d)) == 1 and costs(d) != first, "the regenerated reply must replace the old one")
-    wait.until(ready.element_to_be_clickable((By.ID, "command-Export"))).click()
-    wait.until(lambda d: ".json" in d.find_element(By.TAG_NAME, "body").text, "the export's files are not shown")
+    wait.until(ready.element_to_be_clickable(regenerate))  # the new reply has the tools again
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", browser.find_element(*regenerate))
     picture = Path(os.environ.get("CHAT_SCREENSHOT_TOOLS") or tmp_path / "chat-tools.png")
     assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
+    wait.until(press((By.ID, "command-Export")), "no Export chip to click")
+    wait.until(lambda d: ".json" in d.find_element(By.TAG_NAME, "body").text, "the export's files are not shown")
+    assert browser.save_screenshot(str(picture.with_name("chat-export.png")))
 
 
 def test_the_status_chip_answers_without_pressing_send(app_server, browser):
