@@ -48,10 +48,10 @@ def tree(rev: str, folder: Path) -> Path:
 def rows(before: Path, after: Path, llama: bool) -> list[tuple[dict, dict]]:
     app = {"kind": "app", "preset": "cpu", "suite": "peers", "concurrency": [1, 8]}
     found = [
-        ({**app, "name": "before, no preloads", "tree": str(before)}, {"CHAT_CPU_PRELOAD": "false"}),
-        ({**app, "name": "before + preloads", "tree": str(before)}, {}),
-        ({**app, "name": "after: preloads, bound", "tree": str(after)}, {}),
-        ({**app, "name": "after, no core left", "tree": str(after)}, {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}),
+        ({**app, "name": "before: no preloads", "tree": str(before)}, {"CHAT_CPU_PRELOAD": "false"}),
+        ({**app, "name": "before: preloads", "tree": str(before)}, {}),
+        ({**app, "name": "after: preloads and bound", "tree": str(after)}, {}),
+        ({**app, "name": "after: no core left", "tree": str(after)}, {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}),
     ]
     if llama:
         found.append(({"kind": "llama", "preset": "cpu", "outtype": "bf16", "suite": "peers", "concurrency": [1, 8],

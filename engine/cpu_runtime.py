@@ -5,12 +5,13 @@ It owns two moments. Before Python starts: `.venv/bin/chainlit` (written by scri
 chainlit is imported; the app and the engine core it forks (engine/build.py) then have them mapped, and vLLM
 finds them in `LD_PRELOAD` (it sets that variable itself only for processes it execs, which a forked core is
 not). In the forked core: `bind_compute()` gives the compute threads the cores the app's own work does not
-need, as vLLM's CPU worker binds its OpenMP threads. Measured in docs/benchmarks.md ("The CPU runtime").
+need, as vLLM's CPU worker binds its OpenMP threads, when `VLLM_CPU_OMP_THREADS_BIND` asks for it. Measured in docs/benchmarks.md ("The CPU runtime").
 
 Nothing here may stop the app: a library that is not found is left out (the engine core logs one line
 saying so), a GPU build of vLLM gets neither, `CHAT_CPU_PRELOAD=false` turns the preloads off, and vLLM's own
-`VLLM_CPU_OMP_THREADS_BIND` (`auto`, `nobind`, a core list) and `VLLM_CPU_NUM_OF_RESERVED_CPU` (default 1)
-choose the cores. The launcher loads this file by its path, so it imports only the standard library at the top.
+`VLLM_CPU_OMP_THREADS_BIND` (`auto`, `nobind`, a core list; unset: `nobind`, see bind_compute) and
+`VLLM_CPU_NUM_OF_RESERVED_CPU` (default 1) choose the cores. The launcher loads this file by its path, so it
+imports only the standard library at the top.
 """
 
 import os
@@ -125,7 +126,8 @@ def bind_compute() -> tuple[list[int] | None, int]:
 
     environ = os.environ
     reserved = int(environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU") or 1)
-    cores = compute_cores(logical_cpus(), environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto"), reserved)
+    # unbound unless asked for: bound ("auto"), one run of 8 chats through the app stalled (docs/benchmarks.md)
+    cores = compute_cores(logical_cpus(), environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"), reserved)
     found = mapped()
     if cores is None:
         threads = max(1, len(os.sched_getaffinity(0)) - reserved)
