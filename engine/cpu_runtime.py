@@ -5,7 +5,8 @@ It owns two moments. Before Python starts: `.venv/bin/chainlit` (written by scri
 chainlit is imported; the app and the engine core it forks (engine/build.py) then have them mapped, and vLLM
 finds them in `LD_PRELOAD` (it sets that variable itself only for processes it execs, which a forked core is
 not). In the forked core: `bind_compute()` gives the compute threads the cores the app's own work does not
-need, as vLLM's CPU worker binds its OpenMP threads, when `VLLM_CPU_OMP_THREADS_BIND` asks for it. Measured in docs/benchmarks.md ("The CPU runtime").
+need, as vLLM's CPU worker binds its OpenMP threads, when `VLLM_CPU_OMP_THREADS_BIND` asks for it. Measured
+in docs/benchmarks.md ("The CPU runtime").
 
 Nothing here may stop the app: a library that is not found is left out (the engine core logs one line
 saying so), a GPU build of vLLM gets neither, `CHAT_CPU_PRELOAD=false` turns the preloads off, and vLLM's own
