@@ -75,6 +75,8 @@ class ChainlitServer:
         self.env = {**os.environ, "CHAT_HISTORY_DB": str(log_path.parent / "chats.db"), **env,
                     "CHAINLIT_HOST": host, "PYTHONUNBUFFERED": "1", TAG: self.tag}
         self.left_behind: list[str] = []  # what `stop()` found still running after the server had exited
+        if "LD_PRELOAD" not in env:  # vLLM's CPU build writes its own into this process's environment on import:
+            self.env.pop("LD_PRELOAD", None)  # the server's launcher (.venv/bin/chainlit) chooses the preloads
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.watch = watch
