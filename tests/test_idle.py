@@ -22,12 +22,26 @@ IDLE_MINUTES = 0.05  # 3 s
 ASLEEP_WITHIN_S = 60  # the idle time, a check, and the engine's stop on a busy machine
 
 
-@pytest.fixture(scope="module")
-async def idle_engine(engine_env):
+async def _started(engine_env, idle_minutes: float):
     settings = load_settings(model=engine_env["CHAT_MODEL"], preset="custom", custom_preset=TEST_PRESET,
-                             idle_minutes=IDLE_MINUTES)
+                             idle_minutes=idle_minutes)
     engine = ChatEngine(settings)
     await engine.ensure_started()
+    return engine
+
+
+@pytest.fixture(scope="module")
+async def idle_engine(engine_env):
+    """An engine whose idle timer runs (3 s)."""
+    engine = await _started(engine_env, IDLE_MINUTES)
+    yield engine
+    engine.shutdown()
+
+
+@pytest.fixture(scope="module")
+async def sleepy_engine(engine_env):
+    """An engine put to sleep only when a test says so (its timer off), so no timer races the test's own steps."""
+    engine = await _started(engine_env, 0)
     yield engine
     engine.shutdown()
 
@@ -58,26 +72,26 @@ async def test_an_idle_engine_sleeps_says_so_and_the_next_message_wakes_it(idle_
     assert idle_engine.status().state in ("ready", "asleep")
 
 
-async def test_a_message_while_the_engine_falls_asleep_is_answered(idle_engine):
-    await idle_engine.ensure_started()
-    falling = asyncio.ensure_future(idle_engine.fall_asleep())
+async def test_a_message_while_the_engine_falls_asleep_is_answered(sleepy_engine):
+    await sleepy_engine.ensure_started()
+    falling = asyncio.ensure_future(sleepy_engine.fall_asleep())
     await asyncio.sleep(0)  # the engine has taken its lock and begun to fall asleep
-    answer = await reply(idle_engine)
+    answer = await reply(sleepy_engine)
     assert await falling is True, "the engine did not fall asleep"
     assert answer, "a message sent while the engine fell asleep got no reply"
 
 
-async def test_stop_during_the_wake_ends_that_reply_and_the_engine_still_wakes(idle_engine):
-    await idle_engine.ensure_started()
-    assert await idle_engine.fall_asleep()
-    waiting = asyncio.ensure_future(reply(idle_engine))
-    await until(lambda: idle_engine.starting, timeout=30, what="waking")
+async def test_stop_during_the_wake_ends_that_reply_and_the_engine_still_wakes(sleepy_engine):
+    await sleepy_engine.ensure_started()
+    assert await sleepy_engine.fall_asleep()
+    waiting = asyncio.ensure_future(reply(sleepy_engine))
+    await until(lambda: sleepy_engine.starting, timeout=30, what="waking")
     waiting.cancel()  # what Chainlit does to the reply's task on Stop
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    await idle_engine.ensure_started()  # the wake went on for whoever comes next
-    assert idle_engine.ready and not idle_engine._active
-    assert await reply(idle_engine)
+    await sleepy_engine.ensure_started()  # the wake went on for whoever comes next
+    assert sleepy_engine.ready and not sleepy_engine._active
+    assert await reply(sleepy_engine)
 
 
 async def test_a_reply_longer_than_the_idle_time_keeps_the_engine_awake(idle_engine):
@@ -130,9 +144,9 @@ async def _until_asleep(chat: ChatClient) -> None:
         await asyncio.sleep(1)
 
 
-async def test_a_preset_switch_while_asleep_starts_the_new_preset(idle_engine):
-    await idle_engine.ensure_started()
-    assert await idle_engine.fall_asleep()
-    assert await idle_engine.switch_preset("cpu"), "the switch did nothing to a sleeping engine"
-    assert idle_engine.ready and idle_engine.asleep_since is None and idle_engine.preset.name == "cpu"
-    assert await reply(idle_engine)
+async def test_a_preset_switch_while_asleep_starts_the_new_preset(sleepy_engine):
+    await sleepy_engine.ensure_started()
+    assert await sleepy_engine.fall_asleep()
+    assert await sleepy_engine.switch_preset("cpu"), "the switch did nothing to a sleeping engine"
+    assert sleepy_engine.ready and sleepy_engine.asleep_since is None and sleepy_engine.preset.name == "cpu"
+    assert await reply(sleepy_engine)
