@@ -24,7 +24,7 @@ import psutil
 
 from engine import hardware
 from harness.chat_client import ChatClient
-from harness.server import ChainlitServer, describe, free_port
+from harness.server import ChainlitServer, describe, engine_processes, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WAYS = {"SIGKILL": (signal.SIGKILL, False), "SIGTERM": (signal.SIGTERM, False), "Ctrl-C": (signal.SIGINT, True)}
@@ -55,7 +55,7 @@ async def one_try(env: dict, way: str, moment: str, folder: Path) -> dict:
     server.kill(signum, group)
     left = await asyncio.to_thread(server.wait_left_behind, LEFT_WITHIN_S)
     held = None if baseline is None else max((hardware.gpu_used_bytes() or 0) - baseline, 0) / 2**30
-    vllm_left = engine_processes_since(began)  # also those whose environment and files say nothing of the server
+    vllm_left = engine_processes(since=began - 1)  # also those whose environment and files say nothing of the server
     said = describe(left + [p for p in vllm_left if p.pid not in {q.pid for q in left}])
     server.end_left_behind()
     for proc in vllm_left:
@@ -70,18 +70,6 @@ async def one_try(env: dict, way: str, moment: str, folder: Path) -> dict:
         restarted = False
     return {"way": way, "moment": moment, "left": max(len(left), len(vllm_left)), "which": said,
             "gpu_held_gib": held, "restarted_on_port": restarted}
-
-
-def engine_processes_since(began: float) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if " ".join(proc.cmdline()).startswith("VLLM::") and proc.create_time() >= began - 1 \
-                    and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.Error:
-            pass
-    return found
 
 
 async def run(env: dict, tries: int, ways: list[str], moments: list[str]) -> list[dict]:

@@ -34,6 +34,19 @@ def tagged(tag: str, log_path: Path | None = None) -> list[psutil.Process]:
     return found
 
 
+def engine_processes(since: float = 0.0) -> list[psutil.Process]:
+    """vLLM's engine processes running now (they name themselves `VLLM::...`), started at `since` or later."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and " ".join(proc.cmdline()).startswith("VLLM::") \
+                    and proc.create_time() >= since:
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
 def describe(procs: list[psutil.Process]) -> str:
     said = []
     for proc in procs:

@@ -11,22 +11,20 @@ import time
 
 import psutil
 
-from harness.server import TAG, describe
+from harness.server import TAG, describe, engine_processes
 
 WAIT_S = 10
 
 
 def survivors() -> list[psutil.Process]:
-    found = []
+    found = {proc.pid: proc for proc in engine_processes()}
     for proc in psutil.process_iter():
         try:
-            if proc.pid == os.getpid() or proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            if " ".join(proc.cmdline()).startswith("VLLM::") or TAG in proc.environ():
-                found.append(proc)
+            if proc.pid != os.getpid() and proc.status() != psutil.STATUS_ZOMBIE and TAG in proc.environ():
+                found.setdefault(proc.pid, proc)
         except psutil.Error:
             pass
-    return found
+    return list(found.values())
 
 
 def main() -> int:
