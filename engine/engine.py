@@ -18,7 +18,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import build, download, hardware, leftovers, presets
+from engine import build, download, hardware, kernels, leftovers, presets
 from engine.chat import build_prompt, stop_token_ids
 from engine.output_tail import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
@@ -189,17 +189,20 @@ class ChatEngine(SleepAndWake):
         self._stop_ids = stop_token_ids(self._tokenizer)
 
     async def _warm_up(self) -> None:
-        """Run the first requests now: the first round at a batch size compiles kernels."""
+        """Run the first requests now: the first round at a batch size compiles kernels, and so does each
+        sampler path the first time it runs. The chat's sampling (top p) goes to FlashInfer on a GPU where it
+        is installed (vLLM's sort elsewhere); a seeded batch of 8 or more to vLLM's Triton top-p kernel."""
         sampling = Sampling(temperature=0.8, max_tokens=8, ignore_eos=True)
         messages = [{"role": "user", "content": WARMUP_PROMPT}]
 
-        async def one() -> None:
-            async for _ in self._generate(messages, sampling, "", uuid.uuid4().hex):
+        async def one(params: Sampling) -> None:
+            async for _ in self._generate(messages, params, "", uuid.uuid4().hex):
                 pass
 
-        await one()
+        await one(sampling)
         if self.device.kind == "cuda":  # on the CPU the first request sets up its kernels for every batch
-            await asyncio.gather(*(one() for _ in range(min(8, self.preset.max_num_seqs))))
+            await asyncio.gather(*(one(sampling.model_copy(update={"seed": n}))
+                                   for n in range(min(8, self.preset.max_num_seqs))))
 
     async def _stop_engine(self) -> None:
         """Shut the engine down and wait until its processes and GPU memory are gone."""
@@ -308,13 +311,20 @@ class ChatEngine(SleepAndWake):
             signal.signal(number, handler)
 
     def preload(self) -> None:
-        """Import vLLM ahead of the first start (it takes seconds), and have it inspect the model's class (once
-        per machine: `build.inspect_model_ahead`); safe to call from a thread."""
+        """Import vLLM ahead of the first start (it takes seconds), have it inspect the model's class (once
+        per machine: `build.inspect_model_ahead`) and, for a GPU engine, have FlashInfer's sampling kernels
+        compiled meanwhile (once per machine: engine/kernels.py); safe to call from a thread, which it keeps
+        until that compilation ends."""
+        compiling = None
         try:
+            gpu = None if self.settings.device == "cpu" or hardware.cpu_build() else hardware.gpu()
+            compiling = kernels.compile_ahead(gpu.name) if gpu else None
             build.import_engine_modules()
             build.inspect_model_ahead(download.local_folder(self.settings))  # its folder, if it is here
         except Exception:
             log.exception("preparing vLLM ahead of time failed; the first start does it again")
+        if compiling is not None:
+            compiling.wait()
 
     # ---- requests --------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
