@@ -10,9 +10,11 @@
 #   bash bench/gpu.sh remote    # `bench.remote --target gpu`: vllm serve alone and through 1 and 2 app processes
 #   bash bench/gpu.sh idle      # `bench.idle` (4gb and 8gb asleep and awake, 20 cycles, memory taken meanwhile),
 #                               # then `bench.orphans` (the app ended during its GPU engine's build)
-#   bash bench/gpu.sh alone     # as a user's install has it (FlashInfer, bytecode, setup.sh's `engine.kernels`):
+#   bash bench/gpu.sh alone     # as a user's install has it (FlashInfer, bytecode, setup.sh's `engine.machine_cache`):
 #                               # `bench.startup` on the fresh machine and warm, the peers with llama.cpp (on
 #                               # weights sharpened as a trained model's), then `bench.step_time`
+#   bash bench/gpu.sh fresh     # as `alone` installs, on a fresh machine: setup.sh's `engine.machine_cache`, then
+#                               # `bench.startup` twice (the first start, a second), in the foreground
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
 #   bash bench/gpu.sh collect 540 # the same, the results packed into one $OUT/results.tgz
 # The app path needs the wheels of bench/gpu-wheels.sh there too.
@@ -31,6 +33,13 @@ use_flashinfer() {  # device-setup.sh turns FlashInfer's sampler off; a user's i
   else
     echo "FlashInfer does not import here: vLLM's own sampler"; tail -3 /tmp/flashinfer.log
   fi
+}
+as_installed() {  # the bundles as a user's setup.sh leaves an install: FlashInfer, bytecode; and the model
+  install_wheels
+  use_flashinfer
+  python3 -m compileall -q -j 16 /tmp/site /tmp/site-ui "$(python3 -c 'import os, transformers as t; print(os.path.dirname(t.__file__))')" \
+    "$(python3 -c 'import os, torch as t; print(os.path.dirname(t.__file__))')" > /dev/null 2>&1
+  make_model
 }
 make_model() {
   [ -f $model/model.safetensors ] && return
@@ -78,20 +87,20 @@ case "${1:-}" in
     make_model
     setsid nohup bash bench/app_path.sh $model "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
+  fresh)
+    as_installed
+    time python3 -m engine.machine_cache
+    PATH=/tmp/site/bin:$PATH python3 -m bench.startup --model $model --runs 2 --profile --out $results "${@:2}"
+    out=${OUT:-bench/results}; mkdir -p "$out" && tar czf "$out/results.tgz" -C /tmp bench-results ;;
   alone)
-    install_wheels
-    use_flashinfer
-    # as a user's setup.sh leaves it: bytecode for vLLM, Chainlit and the image's transformers and torch
-    python3 -m compileall -q -j 16 /tmp/site /tmp/site-ui "$(python3 -c 'import os, transformers as t; print(os.path.dirname(t.__file__))')" \
-      "$(python3 -c 'import os, torch as t; print(os.path.dirname(t.__file__))')" > /dev/null 2>&1
-    make_model
+    as_installed
     mkdir -p /tmp/llama-src && tar -xzf /tmp/stash/llama-src.tar.gz -C /tmp/llama-src 2>/dev/null
     # llama.cpp builds on the machine's second half of cores meanwhile, the measured work runs on the first
     cat > /tmp/gpu-alone.sh << ALONE
 set -x
 pin() { cores=\$1; shift; if command -v taskset > /dev/null; then taskset -c \$cores "\$@"; else "\$@"; fi; }
 LLAMA_CUDA=1 LLAMA_CPP_SOURCE=/tmp/llama-src LLAMA_JOBS=8 pin 8-15 nice -n 19 bash bench/llama_cpp.sh > /tmp/llama-build.log 2>&1 &
-time pin 0-7 python3 -m engine.kernels
+time pin 0-7 python3 -m engine.machine_cache
 pin 0-7 python3 -m bench.startup --model $model --runs 2 --profile --out $results
 LLAMA_CUDA=1 pin 0-7 python3 -m bench.peers --target gpu --model $model --sharpen 6 --out $results \
   --only "this app: chat,this app: engine layer,this app: engine layer without FlashInfer,llama.cpp bf16,llama.cpp Q8_0"
@@ -110,5 +119,5 @@ ALONE
       mkdir -p "$out" && cp -r "$results"/* /tmp/bench.out "$out"/ 2>/dev/null
     fi
     running && echo "STILL RUNNING" || echo "FINISHED" ;;
-  *) echo "usage: $0 start|cards|app|peers|startup|remote|idle|alone|wait|collect [seconds]"; exit 2 ;;
+  *) echo "usage: $0 start|cards|app|peers|startup|remote|idle|alone|fresh|wait|collect [seconds]"; exit 2 ;;
 esac

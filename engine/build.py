@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine import int8_weights, kernels, lifeline
+from engine import int8_weights, lifeline, machine_cache
 from runtime import RUNTIME, kept
 
 
@@ -38,13 +38,13 @@ def use_environment(device_kind: str) -> None:
     """The vLLM environment an engine on `device_kind` ("cuda" or "cpu") gets; an explicit setting wins.
 
     A GPU engine samples top p with FlashInfer (no sort of the vocabulary; vLLM's own sampler was a quarter of
-    one stream's time per token on the H200) once its kernels are built for this GPU (engine/kernels.py: by
+    one stream's time per token on the H200) once its kernels are built for this GPU (engine/machine_cache.py: by
     the setup, or in the background from the server's start); until then with vLLM's own sampler, so that no
     start waits for nvcc."""
     for variable, value in (GPU_ENGINE_ENV if device_kind == "cuda" else CPU_ENGINE_ENV).items():
         os.environ.setdefault(variable, value)
     if device_kind == "cuda" and USERS_SAMPLER_SETTING[0] is None:  # each start asks again: built meanwhile?
-        if kernels.sampler_built():
+        if machine_cache.sampler_built():
             os.environ.pop(FLASHINFER_SAMPLER, None)
         else:
             os.environ[FLASHINFER_SAMPLER] = "0"
@@ -71,15 +71,19 @@ def inspect_model_ahead(folder: Path) -> None:
 
     vLLM inspects a model class once per machine, in a fresh Python that imports torch and vLLM again, and
     caches what it learns by the hash of the model's source file: on a fresh machine a large part of the
-    first chat's start (docs/benchmarks.md, "Start-up"); asked here, it runs while the page loads. A model
-    not on this machine yet (no `config.json` in `folder`) is inspected at its start.
+    first chat's start (docs/benchmarks.md, "Start-up"), done by the setup already (engine/machine_cache.py);
+    asked here, it runs while the page loads. A model not on this machine yet (no `config.json` in `folder`)
+    is inspected at its start.
     """
     config = folder / "config.json"
-    if not config.is_file():
-        return
+    if config.is_file():
+        inspect_architectures(json.loads(config.read_text()).get("architectures") or [])
+
+
+def inspect_architectures(names) -> None:
     from vllm import ModelRegistry
 
-    for architecture in json.loads(config.read_text()).get("architectures") or []:
+    for architecture in names:
         registered = ModelRegistry.models.get(architecture)
         if hasattr(registered, "inspect_model_cls"):
             registered.inspect_model_cls()

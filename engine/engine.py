@@ -18,7 +18,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import build, download, hardware, kernels, leftovers, presets
+from engine import build, download, hardware, leftovers, machine_cache, presets
 from engine.chat import build_prompt, stop_token_ids
 from engine.output_tail import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
@@ -313,12 +313,12 @@ class ChatEngine(SleepAndWake):
     def preload(self) -> None:
         """Import vLLM ahead of the first start (it takes seconds), have it inspect the model's class (once
         per machine: `build.inspect_model_ahead`) and, for a GPU engine, have FlashInfer's sampling kernels
-        compiled meanwhile (once per machine: engine/kernels.py); safe to call from a thread, which it keeps
+        compiled meanwhile (once per machine: engine/machine_cache.py); safe to call from a thread, which it keeps
         until that compilation ends."""
         compiling = None
         try:
             gpu = None if self.settings.device == "cpu" or hardware.cpu_build() else hardware.gpu()
-            compiling = kernels.compile_ahead(gpu.name) if gpu else None
+            compiling = machine_cache.compile_ahead(gpu.name) if gpu else None
             build.import_engine_modules()
             build.inspect_model_ahead(download.local_folder(self.settings))  # its folder, if it is here
         except Exception:

@@ -47,12 +47,9 @@ echo "setup: installing the $variant build into .venv"
 # source took `import vllm` from 3 s to 12 s here, and where PYTHONDONTWRITEBYTECODE is set, at every start.
 .venv/bin/python -m uv pip sync -q --compile-bytecode --python .venv/bin/python "${sources[@]}" \
   "requirements/$variant.lock"
-# The GPU engine's sampler (FlashInfer) compiles its kernels with nvcc on a machine's first use: now, once, rather
-# than in the background of the app's first start (engine/kernels.py). A failure here costs only speed.
-if [ "$variant" = gpu ]; then
-  .venv/bin/python -m engine.kernels || echo "setup: FlashInfer's sampling kernels were not compiled; the app" \
-    "samples with vLLM's own sampler until they are (it tries again at its start)" >&2
-fi
+# What an engine's first start on this machine would compute and cache (engine/machine_cache.py): vLLM's
+# inspection of ERNIE's class, and on a GPU FlashInfer's sampling kernels (nvcc). A failure costs only time.
+.venv/bin/python -m engine.machine_cache || echo "setup: the first start of the app fills vLLM's caches instead" >&2
 # vLLM's CPU guide preloads tcmalloc (Debian's libtcmalloc-minimal4; PyPI has none) and Intel OpenMP (the CPU
 # lock's intel-openmp) for the engine: .venv/bin/chainlit becomes a launcher that does, before chainlit starts
 # (engine/cpu_runtime.py decides; a GPU build gets neither). Without root or apt the app runs as before, slower.

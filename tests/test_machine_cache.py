@@ -1,4 +1,4 @@
-"""Which sampler a GPU engine gets, and when FlashInfer's kernels are compiled ahead (engine/kernels.py)."""
+"""What a first start would compute, done ahead (engine/machine_cache.py), and which sampler a GPU engine gets."""
 
 import os
 import subprocess
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import build, hardware, kernels
+from engine import build, hardware, machine_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = hardware.Device("cuda", "NVIDIA H200", 140 << 30, 139 << 30, "580.65.06", (9, 0))
@@ -18,8 +18,8 @@ def clean_environment(monkeypatch, tmp_path):
     monkeypatch.delenv(build.FLASHINFER_SAMPLER, raising=False)
     monkeypatch.setattr(build, "USERS_SAMPLER_SETTING", [None])
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(kernels, "has_flashinfer", lambda: True)
-    monkeypatch.setattr(kernels.importlib.metadata, "version", lambda name: "0.6.14")
+    monkeypatch.setattr(machine_cache, "has_flashinfer", lambda: True)
+    monkeypatch.setattr(machine_cache.importlib.metadata, "version", lambda name: "0.6.14")
     monkeypatch.setattr(hardware, "gpu", lambda: H200)
 
 
@@ -27,7 +27,7 @@ def test_a_gpu_engine_keeps_vllms_sampler_until_flashinfers_kernels_are_built(cl
     build.use_environment("cuda")
     assert os.environ[build.FLASHINFER_SAMPLER] == "0"
     assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "0"
-    done = kernels.mark("NVIDIA H200")
+    done = machine_cache.mark("NVIDIA H200")
     done.parent.mkdir(parents=True)
     done.touch()
     build.use_environment("cuda")  # the next start (a switch, a wake) in the same process
@@ -35,8 +35,8 @@ def test_a_gpu_engine_keeps_vllms_sampler_until_flashinfers_kernels_are_built(cl
 
 
 def test_the_mark_is_per_flashinfer_version_and_gpu(clean_environment):
-    assert kernels.mark("NVIDIA H200") != kernels.mark("NVIDIA GeForce RTX 4060")
-    assert "0.6.14" in kernels.mark("NVIDIA H200").name and "/" not in kernels.mark("A/B").name
+    assert machine_cache.mark("NVIDIA H200") != machine_cache.mark("NVIDIA GeForce RTX 4060")
+    assert "0.6.14" in machine_cache.mark("NVIDIA H200").name and "/" not in machine_cache.mark("A/B").name
 
 
 def test_a_users_own_setting_wins(clean_environment, monkeypatch):
@@ -52,18 +52,23 @@ def test_a_cpu_engine_is_not_told_about_flashinfer(clean_environment):
 
 
 def test_nothing_is_compiled_without_flashinfer_or_once_built(clean_environment, monkeypatch):
-    done = kernels.mark("NVIDIA H200")
+    done = machine_cache.mark("NVIDIA H200")
     done.parent.mkdir(parents=True)
     done.touch()
-    assert kernels.compile_ahead("NVIDIA H200") is None
-    monkeypatch.setattr(kernels, "has_flashinfer", lambda: False)
+    assert machine_cache.compile_ahead("NVIDIA H200") is None
+    monkeypatch.setattr(machine_cache, "has_flashinfer", lambda: False)
     done.unlink()
-    assert kernels.compile_ahead("NVIDIA H200") is None
+    assert machine_cache.compile_ahead("NVIDIA H200") is None
 
 
-def test_the_command_says_there_is_nothing_to_compile_here():
-    """This machine has no GPU (and the CPU build no FlashInfer): the setup's step passes and says so."""
-    done = subprocess.run([sys.executable, "-m", "engine.kernels"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0
-    assert "nothing to compile" in done.stdout
+@pytest.mark.slow  # imports vLLM in a process of its own (15 s here)
+def test_the_setup_step_fills_vllms_inspection_and_passes_without_a_gpu(tmp_path):
+    """As scripts/setup.sh runs it on this machine (no GPU, the CPU build without FlashInfer): vLLM's
+    inspection of ERNIE's class lands in its cache, and no kernels are asked for."""
+    env = {**os.environ, "VLLM_CACHE_ROOT": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "engine.machine_cache"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "no kernels to compile" in done.stdout
+    assert [f.name for f in (tmp_path / "modelinfos").iterdir()] == [
+        "vllm-model_executor-models-ernie45-Ernie4_5ForCausalLM.json"]
