@@ -35,6 +35,9 @@ COLUMNS = [
 def configs(preset: str) -> list[dict]:
     rows = [
         {"kind": "app", "preset": preset, "name": "this app: chat"},
+        # as before Dec 3: the CPU engine computing on all cores but one, left to the app's own work
+        {"kind": "app", "preset": preset, "name": "this app: chat with a core left to the app",
+         "env": {"VLLM_CPU_NUM_OF_RESERVED_CPU": "1"}},
         {"kind": "api", "preset": preset, "name": "this app: API"},
         {"kind": "ours", "preset": preset, "name": "this app: engine layer"},
         {**eight_bit(preset), "kind": "ours", "name": "this app: engine layer with 8-bit weights"},

@@ -36,11 +36,14 @@ def sharpened(model: Path, factor: float) -> Path:
     from safetensors.torch import load_file, save_file
 
     copy = Path(tempfile.gettempdir()) / f"{model.name}-sharpened-{factor:g}"
-    if not (copy / "model.safetensors").exists():
-        shutil.copytree(model, copy, dirs_exist_ok=True)
+    if not copy.is_dir():  # written beside it, then renamed: a copy cut short is never taken for one
+        partial = copy.with_name(copy.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(model, partial)
         weights = load_file(model / "model.safetensors")
         weights["model.norm.weight"] = (weights["model.norm.weight"].float() * factor).to(torch.bfloat16)
-        save_file(weights, copy / "model.safetensors", metadata={"format": "pt"})
+        save_file(weights, partial / "model.safetensors", metadata={"format": "pt"})
+        partial.rename(copy)
     return copy
 
 

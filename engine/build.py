@@ -160,7 +160,7 @@ def end_with_the_app() -> None:
     close_listening_sockets()
     write_to_fds_1_and_2()
     if CPU_CORE.is_set():
-        leave_a_core_to_the_app()
+        set_up_compute()
 
 
 def close_listening_sockets() -> None:
@@ -185,12 +185,13 @@ def close_listening_sockets() -> None:
             os.close(fd)
 
 
-def leave_a_core_to_the_app() -> None:
-    """The core computes on the cores the app does not need, bound to them, as vLLM's own CPU worker does
-    (engine/cpu_runtime.py): all but the last one by default.
+def set_up_compute() -> None:
+    """The core's compute threads (engine/cpu_runtime.py): one on each core by default.
 
-    The app streams every reply from the other core: with the engine's threads on both of 2 cores, one
-    chat through the app ran at 12.5 tok/s instead of 26 (docs/benchmarks.md, "Start-up").
+    vLLM's own CPU worker leaves a core to its front end; here the app's own work (Chainlit, the replies'
+    text, the history) took far less than one: with the engine on both of 2 cores, one chat streamed 1.5x as
+    fast and 8 chats 1.5x (docs/benchmarks.md, "Alone on one machine"). `VLLM_CPU_NUM_OF_RESERVED_CPU=1`
+    gives one back.
     """
     from engine import cpu_runtime
 

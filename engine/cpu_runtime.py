@@ -11,8 +11,8 @@ in docs/benchmarks.md ("The CPU runtime").
 Nothing here may stop the app: a library that is not found is left out (the engine core logs one line
 saying so), a GPU build of vLLM gets neither, `CHAT_CPU_PRELOAD=false` turns the preloads off, and vLLM's own
 `VLLM_CPU_OMP_THREADS_BIND` (`auto`, `nobind`, a core list; unset: `nobind`, see bind_compute) and
-`VLLM_CPU_NUM_OF_RESERVED_CPU` (default 1) choose the cores. The launcher loads this file by its path, so it
-imports only the standard library at the top.
+`VLLM_CPU_NUM_OF_RESERVED_CPU` (here default 0: no core left to the app alone) choose the cores. The
+launcher loads this file by its path, so it imports only the standard library at the top.
 """
 
 import os
@@ -118,15 +118,17 @@ def mapped(names=("libtcmalloc", "libiomp5")) -> dict[str, bool]:
 
 
 def bind_compute() -> tuple[list[int] | None, int]:
-    """In the forked engine core, before vLLM's worker starts: bind this thread (it runs the model) and its
-    OpenMP team; returns the cores (None: unbound) and the thread count. The core's own threads, started
-    later by this one, share its cores. Logs one line when a preload is missing."""
+    """In the forked engine core, before vLLM's worker starts: the compute threads, one a core, bound when asked
+    (this thread runs the model; its OpenMP team); returns the cores (None: unbound) and the thread count.
+    The core's own threads, started later by this one, share its cores. Logs one line when a preload is
+    missing."""
     import logging
 
     import torch
 
     environ = os.environ
-    reserved = int(environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU") or 1)
+    # every core by default: the app's own work needs far less than one (docs/benchmarks.md, "Alone on one machine")
+    reserved = int(environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU") or 0)
     # unbound unless asked for: bound ("auto"), one run of 8 chats through the app stalled (docs/benchmarks.md)
     cores = compute_cores(logical_cpus(), environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind"), reserved)
     found = mapped()
