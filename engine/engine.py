@@ -190,8 +190,8 @@ class ChatEngine(SleepAndWake):
 
     async def _warm_up(self) -> None:
         """Run the first requests now: the first round at a batch size compiles kernels, and so does each
-        sampler path the first time it runs. The chat's sampling (top p) goes to FlashInfer on a GPU where it
-        is installed (vLLM's sort elsewhere); a seeded batch of 8 or more to vLLM's Triton top-p kernel."""
+        sampler path the first time it runs. The chat's sampling (top p) goes to FlashInfer on a GPU whose
+        kernels are built (vLLM's sort elsewhere); a seeded batch of 8 or more to vLLM's Triton top-p kernel."""
         sampling = Sampling(temperature=0.8, max_tokens=8, ignore_eos=True)
         messages = [{"role": "user", "content": WARMUP_PROMPT}]
 
@@ -313,8 +313,8 @@ class ChatEngine(SleepAndWake):
     def preload(self) -> None:
         """Import vLLM ahead of the first start (it takes seconds), have it inspect the model's class (once
         per machine: `build.inspect_model_ahead`) and, for a GPU engine, have FlashInfer's sampling kernels
-        compiled meanwhile (once per machine: engine/machine_cache.py); safe to call from a thread, which it keeps
-        until that compilation ends."""
+        compiled meanwhile (once per machine: engine/machine_cache.py); safe to call from a thread, which it
+        keeps until that compilation ends."""
         compiling = None
         try:
             gpu = None if self.settings.device == "cpu" or hardware.cpu_build() else hardware.gpu()

@@ -72,3 +72,11 @@ def test_the_setup_step_fills_vllms_inspection_and_passes_without_a_gpu(tmp_path
     assert "no kernels to compile" in done.stdout
     assert [f.name for f in (tmp_path / "modelinfos").iterdir()] == [
         "vllm-model_executor-models-ernie45-Ernie4_5ForCausalLM.json"]
+
+
+def test_the_server_compiles_in_a_child_that_ends_with_it(clean_environment):
+    """No mark yet: the server starts `python -m engine.machine_cache --child`, bound to it (engine/lifeline.py);
+    here the child finds no FlashInfer of its own and ends at once, successfully."""
+    child = machine_cache.compile_ahead("NVIDIA H200")
+    assert child is not None and child.args[-2:] == ["engine.machine_cache", "--child"]
+    assert child.wait(120) == 0
