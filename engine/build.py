@@ -77,16 +77,7 @@ def inspect_model_ahead(folder: Path) -> None:
     """
     config = folder / "config.json"
     if config.is_file():
-        inspect_architectures(json.loads(config.read_text()).get("architectures") or [])
-
-
-def inspect_architectures(names) -> None:
-    from vllm import ModelRegistry
-
-    for architecture in names:
-        registered = ModelRegistry.models.get(architecture)
-        if hasattr(registered, "inspect_model_cls"):
-            registered.inspect_model_cls()
+        machine_cache.inspect_architectures(json.loads(config.read_text()).get("architectures") or [])
 
 
 def build_engine(kwargs: dict):

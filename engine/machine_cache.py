@@ -73,11 +73,19 @@ def compile_sampler() -> bool:
     return True
 
 
-def inspect_models() -> None:
-    """vLLM's inspection of the model classes the app serves (a no-op once cached)."""
-    from engine import build
+def inspect_architectures(names) -> None:
+    """vLLM's inspection of these model classes (architecture names), each a no-op once cached."""
+    from vllm import ModelRegistry
 
-    build.inspect_architectures(ARCHITECTURES)
+    for architecture in names:
+        registered = ModelRegistry.models.get(architecture)
+        if hasattr(registered, "inspect_model_cls"):
+            registered.inspect_model_cls()
+
+
+def inspect_models() -> None:
+    """vLLM's inspection of the model classes the app serves."""
+    inspect_architectures(ARCHITECTURES)
     print("engine.machine_cache: vLLM knows the model's class")
 
 
