@@ -88,3 +88,11 @@ async def collect(stream):
         else:
             deltas.append(item)
     return deltas, stats
+
+
+async def until(condition, timeout: float, what: str = "") -> None:
+    """Wait for `condition()` to hold, checking every 0.1 s; fails saying `what` did not happen in time."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not {what} within {timeout} s"
+        await asyncio.sleep(0.1)

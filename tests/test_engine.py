@@ -18,7 +18,7 @@ from engine import startup
 from engine.errors import (ChatError, ContextTooLongError, DamagedModelError, OutOfMemoryError, PresetSwitchError,
                            UnknownPresetError)
 from engine.settings import Sampling
-from harness.replies import collect
+from harness.replies import collect, until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,10 +47,9 @@ async def test_closing_the_stream_aborts_the_request_in_the_engine(engine):
     async for item in stream:
         break
     await stream.aclose()
-    await asyncio.sleep(0.5)
-    status = engine.status()
-    assert status.requests_running == 0 and status.requests_waiting == 0
-    assert not engine._active
+    # vLLM's gauges follow at its next step, which a busy machine can hold back for seconds
+    await until(lambda: not engine._active and engine.status().requests_running == 0
+                and engine.status().requests_waiting == 0, 30, "no request running or waiting")
 
 
 async def test_abort_by_id_ends_the_stream_early(engine):

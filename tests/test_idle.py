@@ -13,6 +13,7 @@ import pytest
 
 from engine.engine import ChatEngine
 from engine.settings import Sampling, load_settings
+from harness import replies
 from harness.chat_client import ChatClient
 from harness.presets import APP_PRESET, TEST_PRESET
 from harness.server import ChainlitServer
@@ -56,10 +57,7 @@ async def reply(engine, text="Hello", max_tokens=8) -> str:
 
 
 async def until(condition, timeout: float = ASLEEP_WITHIN_S, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"not {what} within {timeout} s"
-        await asyncio.sleep(0.1)
+    await replies.until(condition, timeout, what)
 
 
 async def test_an_idle_engine_sleeps_says_so_and_the_next_message_wakes_it(idle_engine):
