@@ -36,7 +36,10 @@ def has_flashinfer() -> bool:
 
 def mark(gpu_name: str) -> Path:
     """The file that says FlashInfer's sampling kernels were built for this version of it and this GPU."""
-    version = importlib.metadata.version("flashinfer-python")
+    try:
+        version = importlib.metadata.version("flashinfer-python")
+    except importlib.metadata.PackageNotFoundError:  # installed under another name: one mark for any version
+        version = "unknown"
     name = "".join(c if c.isalnum() or c in ".-" else "_" for c in f"flashinfer-{version}-{gpu_name}")
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ernie-chat" / "kernels" / name
 
