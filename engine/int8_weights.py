@@ -14,13 +14,14 @@ source files stay the same.
 
 import fcntl
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import quote, unquote
+
+from engine import machine_cache
 
 SUFFIX = "-w8a8-int8"
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -40,7 +41,7 @@ QUANTIZATION_CONFIG = {
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ernie-chat" / "int8"
+    return machine_cache.cache_dir() / "int8"
 
 
 def copy_folder(source: str) -> Path:

@@ -30,6 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 ARCHITECTURES = ("Ernie4_5ForCausalLM",)  # ERNIE-4.5-0.3B's, inspected ahead when its weights are not here yet
 
 
+def cache_dir() -> Path:
+    """The app's own per-machine cache folder (`$XDG_CACHE_HOME/ernie-chat`), which the int8 weights share."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ernie-chat"
+
+
 def has_flashinfer() -> bool:
     return importlib.util.find_spec("flashinfer") is not None
 
@@ -41,7 +46,7 @@ def mark(gpu_name: str) -> Path:
     except importlib.metadata.PackageNotFoundError:  # installed under another name: one mark for any version
         version = "unknown"
     name = "".join(c if c.isalnum() or c in ".-" else "_" for c in f"flashinfer-{version}-{gpu_name}")
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ernie-chat" / "kernels" / name
+    return cache_dir() / "kernels" / name
 
 
 def sampler_built() -> bool:
