@@ -6,7 +6,6 @@ own API; it runs in a worker thread, since the constructor blocks for the whole 
 
 import asyncio
 import contextlib
-import json
 import os
 import stat
 import sys
@@ -14,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine import int8_weights, lifeline, machine_cache
+from engine import int8_weights, lifeline, machine_cache, model_files
 from runtime import RUNTIME, kept
 
 
@@ -75,9 +74,7 @@ def inspect_model_ahead(folder: Path) -> None:
     asked here, it runs while the page loads. A model not on this machine yet (no `config.json` in `folder`)
     is inspected at its start.
     """
-    config = folder / "config.json"
-    if config.is_file():
-        machine_cache.inspect_architectures(json.loads(config.read_text()).get("architectures") or [])
+    machine_cache.inspect_architectures(model_files.architectures(folder))
 
 
 def build_engine(kwargs: dict):

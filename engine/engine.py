@@ -18,7 +18,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import build, download, hardware, leftovers, machine_cache, presets
+from engine import build, download, hardware, leftovers, machine_cache, model_files, presets
 from engine.chat import build_prompt, stop_token_ids
 from engine.output_tail import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
@@ -156,6 +156,7 @@ class ChatEngine(SleepAndWake):
             plan.dtype, self.settings.gpus, self.settings.parallel,
         )
         kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
+        kwargs.update(model_files.engine_overrides(folder))  # the repo's first layout (engine/model_files.py)
         if self.device.kind == "cuda" and self.settings.idle_minutes > 0:
             kwargs["enable_sleep_mode"] = True  # the idle engine gives the card back (engine/idle.py)
         return kwargs

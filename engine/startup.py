@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine import download, hardware, presets, sizing
+from engine import download, hardware, model_files, presets, sizing
 from engine.errors import (ChatError, DamagedModelError, EngineStartError, GpuDriverError,
                            ModelNotFoundError, NoGpuError, OutOfMemoryError, UnsupportedGpuError)
 from engine.settings import Settings
@@ -45,6 +45,10 @@ MARKERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 MISSING_TYPES = ("RepositoryNotFoundError", "LocalEntryNotFoundError", "GatedRepoError", "HFValidationError")
 ERROR_TEXT = re.compile(r"[\w.]*(?:Error|Exception)\b:?\s.*")
+ROOT_CAUSE_ELSEWHERE = " See root cause above"
+LOGGED_BELOW_ERROR = re.compile(r"^(?:\(\S+ pid=\d+\)\s*)?(?:DEBUG|INFO|WARNING)\b")
+PYDANTIC_VALUE_ERROR = "Value error, "
+NOT_SUPPORTED = "are not supported for now"
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ def check_model(model: str, cache_dir: Path | None = None, source: str = "huggin
         raise ModelNotFoundError(model, "there is no such folder")
     if not folder.is_dir():
         return True if source == "modelscope" else _needs_download(model, cache_dir)
+    model_files.check_tokenizer(model, folder)
     for weights in sorted(folder.glob("*.safetensors")):
         problem = _safetensors_problem(weights)
         if problem:
@@ -208,13 +213,17 @@ def cpu_flags() -> set[str]:
 
 def classify_start_error(error: Exception, model: str, preset: presets.Preset,
                          engine_output: list[str] = ()) -> ChatError:
-    """Turn whatever vLLM or the hub raised, and what the engine process printed, into an error saying what to do."""
+    """Turn whatever vLLM or the hub raised, and what the engine process printed, into an error saying what to do.
+
+    A known cause (the markers) is found in the exception or anywhere in the output; otherwise the user is told the
+    exception that ended the start, never a warning the engine printed on its way (a warning of transformers'
+    remote-code loader was shown as the cause of an unsupported architecture)."""
     if isinstance(error, ChatError):
         return error
-    text = f"{type(error).__name__}: {error}".split(" See root cause above")[0]
+    text = _exception_text(error)
     printed = [line for line in engine_output if ERROR_TEXT.search(line)]
     kind, line = _cause([text, *printed])
-    detail = _error_text(line if kind or not printed else printed[-1])
+    detail = _error_text(line if kind else _ending(text, printed))
     if kind == "damaged":
         return DamagedModelError(model, detail)
     if kind == "driver":
@@ -225,10 +234,37 @@ def classify_start_error(error: Exception, model: str, preset: presets.Preset,
         return OutOfMemoryError(preset.name, detail, presets.smaller_than(preset))
     if kind == "missing" or type(error).__name__ in MISSING_TYPES:
         return ModelNotFoundError(model, detail)
+    if NOT_SUPPORTED in detail:
+        return EngineStartError(f"The model engine did not start ({detail}).",
+                                f"This vLLM does not serve the architecture in {model}'s config.json: set "
+                                "CHAT_MODEL to ERNIE-4.5-0.3B-PT (baidu/ERNIE-4.5-0.3B-PT, or a folder of it).")
     return EngineStartError(
         f"The model engine did not start ({detail}).",
         "The server log has the engine's full output; if it mentions memory, choose a smaller preset.",
     )
+
+
+def _exception_text(error: Exception) -> str:
+    """"Type: message" of the exception; a pydantic validation error (vLLM's configs) as the errors it lists."""
+    listed = getattr(error, "errors", None)
+    if callable(listed) and type(error).__name__ == "ValidationError":
+        try:
+            messages = [str(item.get("msg", "")) for item in listed()]
+        except Exception:
+            messages = []
+        if messages:
+            kind = "ValueError" if messages[0].startswith(PYDANTIC_VALUE_ERROR) else type(error).__name__
+            return f"{kind}: " + "; ".join(m.removeprefix(PYDANTIC_VALUE_ERROR) for m in messages)
+    return f"{type(error).__name__}: {error}"
+
+
+def _ending(text: str, printed: list[str]) -> str:
+    """The exception that ended the start: this one, unless it is vLLM's pointer to its engine process's output
+    ("See root cause above"); then the last exception that process printed as an error, not as a warning."""
+    if ROOT_CAUSE_ELSEWHERE not in text:
+        return text
+    raised = [line for line in printed if not LOGGED_BELOW_ERROR.match(line)]
+    return raised[-1] if raised else text.split(ROOT_CAUSE_ELSEWHERE)[0]
 
 
 def _cause(lines: list[str]) -> tuple[str | None, str]:
@@ -241,8 +277,10 @@ def _cause(lines: list[str]) -> tuple[str | None, str]:
 
 
 def _error_text(line: str, limit: int = 300) -> str:
-    """The exception part of a log or traceback line, without the process prefix."""
+    """The exception part of a log or traceback line, without the process prefix nor vLLM's list of every
+    architecture it supports."""
     found = ERROR_TEXT.search(line)
     text = (found.group(0) if found else line).strip()
     text = text.splitlines()[0] if text else text
+    text = text.split(" Supported architectures:")[0]
     return text if len(text) <= limit else text[:limit] + "..."

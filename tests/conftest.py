@@ -35,6 +35,26 @@ def tiny_model() -> Path:
     return path
 
 
+def _layout(name: str) -> Path:
+    """The repo's `name` layout (harness/ernie_layouts.py), written once per checkout under models/."""
+    path = ROOT / "models" / f"ernie-{name}-layout"
+    if not (path / "model.safetensors").exists():
+        subprocess.run([sys.executable, "-m", "harness.ernie_layouts", name, str(path)], check=True, cwd=ROOT)
+    return path
+
+
+@pytest.fixture(scope="session")
+def first_layout_model() -> Path:
+    """`baidu/ERNIE-4.5-0.3B-PT` as first published (and on ModelScope in July 2025), in a small shape."""
+    return _layout("first")
+
+
+@pytest.fixture(scope="session")
+def current_layout_model() -> Path:
+    """`baidu/ERNIE-4.5-0.3B-PT` as the hub has it since 2025-07-28, in a small shape."""
+    return _layout("current")
+
+
 @pytest.fixture(scope="session")
 def engine_env(tiny_model) -> dict[str, str]:
     """The CHAT_* variables that point the app at the tiny model and the test preset."""
@@ -72,8 +92,8 @@ STARTS = re.compile(r"\b(ChainlitServer|VllmServer|PostgresServer|NginxProxy|Hub
                     r"|\.stream\(|\bwebdriver\.|\"chainlit\", \"run\""
                     r"|\bsubprocess\.(run|Popen|check_call|check_output)\(\[(sys\.executable|python)\b")
 
-# Fixtures whose start is paid once per checkout and kept between runs: the tiny model's files.
-ONCE_PER_CHECKOUT = {"tiny_model"}
+# Fixtures whose start is paid once per checkout and kept between runs: the test models' files.
+ONCE_PER_CHECKOUT = {"tiny_model", "first_layout_model", "current_layout_model"}
 
 
 def _starts_something(func, seen: set) -> bool:
