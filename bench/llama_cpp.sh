@@ -4,12 +4,15 @@
 #   bash bench/llama_cpp.sh            # prints the folder: bin/llama-server, convert_hf_to_gguf.py, gguf-py/
 #   LLAMA_CUDA=1 bash bench/llama_cpp.sh   # a CUDA build (nvcc on PATH)
 #   LLAMA_CPP_SOURCE=DIR bash bench/llama_cpp.sh   # from llama.cpp sources unpacked there (a machine without PyPI)
+#   LLAMA_ISA=avx2 bash bench/llama_cpp.sh     # for AVX2 only, as most desktop processors are (no AVX-512), to
+#                                              # run beside vLLM limited to AVX2 on an AVX-512 machine
 # The build is cached under ~/.cache/ernie-chat/llama.cpp/<version>[-cuda]; a second call returns at once.
 # On this 2-core machine the CPU build takes about 10 minutes.
 set -euo pipefail
 version=${LLAMA_CPP_PYTHON_VERSION:-0.3.36}
 flavour=cpu
 [ "${LLAMA_CUDA:-0}" = 1 ] && flavour=cuda
+[ "${LLAMA_ISA:-native}" = avx2 ] && flavour=cpu-avx2
 home=${LLAMA_CPP_HOME:-$HOME/.cache/ernie-chat/llama.cpp}/$version-$flavour
 mkdir -p "$home"
 exec 9> "$home.lock"
@@ -27,6 +30,8 @@ fi
 options=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
          -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON)
 [ $flavour = cuda ] && options+=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90})
+[ $flavour = cpu-avx2 ] && options+=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+                                     -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF)
 cmake -S "$src" -B "$work/build" "${options[@]}" >&2
 cmake --build "$work/build" --target llama-server llama-quantize -j "${LLAMA_JOBS:-$(nproc)}" >&2
 mkdir -p "$home/bin"

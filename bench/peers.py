@@ -2,6 +2,7 @@
 
     python -m bench.peers --target cpu-full     # ERNIE-0.3B-shaped weights on this machine's CPU
     python -m bench.peers --target gpu          # the same on a GPU (llama.cpp rows need LLAMA_CUDA=1 builds)
+    python -m bench.peers --target cpu-full --isa avx2   # every row limited to AVX2, as on most desktops
 
 Rows: this app through its chats and its API, its engine layer (in bf16, and with 8-bit weights), a
 plain `vllm serve` with the articles' flags, llama.cpp's `llama-server` on a GGUF of the same weights in
@@ -32,9 +33,19 @@ COLUMNS = [
 ]
 
 
+# Limits the CPU rows to AVX2 (bench/avx2/sitecustomize.py says how); llama.cpp's build for AVX2 (bench/llama_cpp.sh).
+AVX2_ENV = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "LLAMA_ISA": "avx2",
+            "PYTHONPATH": str(Path(__file__).resolve().parent / "avx2")}
+
+
 def configs(preset: str) -> list[dict]:
     rows = [
         {"kind": "app", "preset": preset, "name": "this app: chat"},
+        # the CPU engine's dtypes side by side (`auto` chooses by the processor): oneDNN multiplies bf16 only
+        # with AVX-512; without it float32 may be the faster
+        {"kind": "app", "preset": preset, "name": "this app: chat in bfloat16", "env": {"CHAT_DTYPE": "bfloat16"}},
+        {"kind": "app", "preset": preset, "name": "this app: chat in float32", "env": {"CHAT_DTYPE": "float32"}},
+        {**eight_bit(preset), "kind": "app", "name": "this app: chat with 8-bit weights"},
         # as before Dec 3: the CPU engine computing on all cores but one, left to the app's own work
         {"kind": "app", "preset": preset, "name": "this app: chat with a core left to the app",
          "env": {"VLLM_CPU_NUM_OF_RESERVED_CPU": "1"}},
@@ -70,7 +81,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated row names to run")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per row")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--before", type=Path, help="a checkout of an earlier commit: its chat path is a row too")
+    parser.add_argument("--before", type=Path, help="a checkout of an earlier commit: its chat path is a row too, "
+                        "measured with that checkout's own .venv (its vLLM) where it has one")
+    parser.add_argument("--isa", choices=["native", "avx2"], default="native",
+                        help="avx2: every row as on a processor without AVX-512 (vLLM's kernels, oneDNN, ATen and a "
+                        "llama.cpp built for AVX2), on an AVX-512 machine: the rows are emulated")
     parser.add_argument("--sharpen", type=float, help="every row on a copy of the weights whose final norm is this "
                         "many times as large: random weights give every position nearly flat logits (top p 0.8 "
                         "keeps half the vocabulary), 6 gives a trained model's few likely tokens")
@@ -79,11 +94,17 @@ def main() -> None:
         args.model = sharpened(args.model, args.sharpen)
     rows = configs("cpu" if args.target == "cpu-full" else "4gb")
     if args.before:
-        rows.insert(1, {**rows[0], "name": "this app: chat, before", "tree": str(args.before.resolve())})
+        before = {**rows[0], "name": "this app: chat, before", "tree": str(args.before.resolve())}
+        if (args.before / ".venv" / "bin" / "python").exists():
+            before["python"] = str((args.before / ".venv" / "bin" / "python").absolute())
+        rows.insert(1, before)
+    if args.isa == "avx2":
+        rows = [{**row, "env": {**AVX2_ENV, **row.get("env", {})}} for row in rows]
     if args.only:
         rows = [r for r in rows if r["name"] in args.only.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"peers-{args.target}-{time.strftime('%Y%m%d-%H%M%S')}"
+    isa = "" if args.isa == "native" else f"-{args.isa}"
+    stem = args.out / f"peers-{args.target}{isa}-{time.strftime('%Y%m%d-%H%M%S')}"
     report = run_suite("bench.peers", rows, str(args.model), stem, args.timeout)
     print(table(report, COLUMNS))
     for path in plot(report, stem):

@@ -94,8 +94,10 @@ def run_config(config: dict, model: str, timeout_s: int, log) -> list[dict]:
     config = {**config, "model": model}
     print(f"== {config.get('name', config['kind'])}", flush=True)
     try:
-        proc = subprocess.run([sys.executable, "-m", "bench.measure", json.dumps(config)], capture_output=True,
-                              text=True, timeout=timeout_s, cwd=Path(__file__).resolve().parent.parent,
+        # a row with its own `python` is measured by that install, from its checkout (`tree`): another vLLM
+        python, root = config.get("python") or sys.executable, Path(__file__).resolve().parent.parent
+        proc = subprocess.run([python, "-m", "bench.measure", json.dumps(config)], capture_output=True,
+                              text=True, timeout=timeout_s, cwd=config["tree"] if config.get("python") else root,
                               env={**os.environ, **config.get("env", {}), "VLLM_LOGGING_STREAM": "ext://sys.stderr"})
         out, err, code = proc.stdout, proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as expired:
