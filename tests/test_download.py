@@ -1,25 +1,35 @@
-"""Getting the model before the engine starts (engine/download.py), against a hub mirror on 127.0.0.1.
+"""Getting the model before the engine starts (engine/download.py), against a hub mirror and a ModelScope mirror
+on 127.0.0.1.
 
-The mirror (harness/hub_mirror.py) serves the tiny model slowly under a hub id, and `HF_ENDPOINT` points at it,
+The hub mirror (harness/hub_mirror.py) serves the tiny model slowly under a hub id, and `HF_ENDPOINT` points at it,
 as a user's would point at https://hf-mirror.com; the download is the real `huggingface_hub` client's. A cut
-mirror stays silent until it is restored, so the first try fails as a lost network does.
+mirror stays silent until it is restored, so the first try fails as a lost network does. The ModelScope mirror
+(harness/modelscope_mirror.py) serves the repo's first layout, what ModelScope's copy held in July 2025, under
+its ModelScope id, and `MODELSCOPE_ENDPOINT` points the real `modelscope` client at it; a cut there is back
+before the client's retries run out, which resume the file.
 """
 
 import asyncio
-import importlib
+import fnmatch
 import json
 import re
+import threading
+import time
 
 import httpx
 import pytest
 
 from harness.chat_client import ChatClient
-from harness.presets import APP_PRESET, TEST_PRESET
 from harness.hub_mirror import HubMirror
+from harness.modelscope_mirror import ENDPOINT_VARIABLE, ModelScopeMirror
+from harness.presets import APP_PRESET, TEST_PRESET
+from harness.replies import ask
 from harness.server import ChainlitServer
 
 REPO = "mirror-org/tiny-ernie"
 PERCENT = re.compile(r"Downloading mirror-org/tiny-ernie: [\d,.]+ of [\d,.]+ kB \((\d+)%\)")
+MODELSCOPE_ID = "PaddlePaddle/ERNIE-4.5-0.3B-PT"
+ERNIE_PERCENT = re.compile(r"Downloading baidu/ERNIE-4.5-0.3B-PT: [\d,.]+ of [\d,.]+ MB \((\d+)%\)")
 # cut a little past half of the tiny model's 0.8 MB: three of the client's 128 KiB pieces are on disk by then
 CUT_AFTER = 450_000
 
@@ -119,35 +129,71 @@ async def test_the_chat_shows_the_download_and_try_again_resumes_it(tiny_model, 
             assert server.stop() == 0
 
 
-async def test_modelscope_gets_ernie_under_its_modelscope_id_with_progress(tiny_model, monkeypatch):
-    """The wiring only: ModelScope itself cannot be reached from here, so its client's download is stood in for."""
+def back_soon(mirror: ModelScopeMirror, after_s: float = 0.5) -> threading.Thread:
+    """A network that comes back: the mirror is restored `after_s` after its cut, while the client retries."""
+    def watch() -> None:
+        while not mirror.down:
+            time.sleep(0.05)
+        time.sleep(after_s)
+        mirror.restore()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher
+
+
+@pytest.mark.slow
+async def test_modelscope_gets_the_first_layout_under_its_modelscope_id_resuming_a_cut(first_layout_model, tmp_path,
+                                                                                      monkeypatch):
     from engine import download
     from engine.settings import load_settings
 
-    modelscope = importlib.import_module("modelscope.hub.snapshot_download")  # the package's name is the function
+    with ModelScopeMirror(MODELSCOPE_ID, first_layout_model, bytes_per_s=8_000_000) as mirror:
+        monkeypatch.setenv(ENDPOINT_VARIABLE, mirror.url)
+        settings = load_settings(model_source="modelscope", download_dir=tmp_path / "cache")
+        wanted = {name: data for name, data in mirror.files.items()
+                  if any(fnmatch.fnmatch(name, pattern) for pattern in download.WANTED)}
+        assert "tokenizer.model" in wanted and "tokenization_ernie4_5.py" in mirror.files
+        mirror.cut_after(len(mirror.files["model.safetensors"]) // 2)
+        watcher = back_soon(mirror)
+        reports = []
 
-    asked = {}
+        async def report(text: str) -> None:
+            reports.append(text)
 
-    def fake_snapshot_download(model_id, cache_dir=None, allow_patterns=None, progress_callbacks=()):
-        asked.update(model_id=model_id, allow_patterns=allow_patterns)
-        for path in sorted(tiny_model.iterdir()):
-            for callback in progress_callbacks:
-                bar = callback(path.name, path.stat().st_size)
-                bar.update(path.stat().st_size)
-                bar.end()
-        return str(tiny_model)
+        folder = await download.fetch(settings, report)
+        watcher.join(timeout=5)
+        assert folder == tmp_path / "cache" / "models" / "PaddlePaddle--ERNIE-4.5-0.3B-PT" / "snapshots" / "master"
+        assert {path.name: path.read_bytes() for path in folder.iterdir()} == wanted, "not the remote code (*.py)"
+        assert mirror.misses == [], "the mirror answered all the client asked"
+        assert "model.safetensors" in [name for name, start in mirror.resumes if start > 0], mirror.requests
+        assert mirror.sent - sum(map(len, wanted.values())) < 256 * 1024, "the rest of the cut file, not all again"
+        megabytes = f"{sum(map(len, wanted.values())) / 1e6:,.0f}"
+        assert reports[-1] == f"Downloading baidu/ERNIE-4.5-0.3B-PT: {megabytes} of {megabytes} MB (100%)", reports
+        assert any(0 < int(found.group(1)) < 100 for text in reports if (found := ERNIE_PERCENT.search(text))), \
+            "the note shows how far the download is"
+        assert download.source_name(settings) == "ModelScope (PaddlePaddle/ERNIE-4.5-0.3B-PT)"
 
-    monkeypatch.setattr(modelscope, "snapshot_download", fake_snapshot_download)
-    settings = load_settings(model_source="modelscope")
-    reports = []
+        sent_before = mirror.sent
+        assert await download.fetch(settings, report) == folder
+        assert mirror.sent == sent_before, "a second start finds every file in the cache and fetches none"
 
-    async def report(text: str) -> None:
-        reports.append(text)
 
-    assert await download.fetch(settings, report) == tiny_model
-    assert asked == {"model_id": "PaddlePaddle/ERNIE-4.5-0.3B-PT", "allow_patterns": download.WANTED}
-    assert reports[-1].startswith("Downloading baidu/ERNIE-4.5-0.3B-PT:") and reports[-1].endswith("(100%)")
-    assert download.source_name(settings) == "ModelScope (PaddlePaddle/ERNIE-4.5-0.3B-PT)"
+async def test_the_app_downloads_the_first_layout_from_modelscope_and_a_chat_answers(first_layout_model, tmp_path):
+    with ModelScopeMirror(MODELSCOPE_ID, first_layout_model, bytes_per_s=8_000_000) as mirror:
+        env = {"CHAT_MODEL_SOURCE": "modelscope", **mirror.environment(), "CHAT_DOWNLOAD_DIR": str(tmp_path / "cache"),
+               "CHAT_PRESET": "custom", "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)}
+        log = tmp_path / "chainlit.log"
+        server = ChainlitServer(env, log).start()
+        try:
+            chat = await ChatClient(server.url).connect()
+            assert await ask(chat, "hello"), "the model from the mirror answers"
+            shown = [int(found.group(1)) for text in chat.ever_shown if (found := ERNIE_PERCENT.search(text))]
+            assert shown and shown[-1] == 100, chat.ever_shown
+            assert mirror.misses == [] and "from ModelScope (PaddlePaddle/ERNIE-4.5-0.3B-PT)" in log.read_text()
+            await chat.close()
+        finally:
+            assert server.stop() == 0
 
 
 def test_an_unknown_model_source_is_refused_with_the_choices():
