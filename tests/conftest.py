@@ -88,7 +88,8 @@ def app_server(engine_env, tmp_path_factory):
 
 # What starts an engine, a server or a browser: the harness's servers, an engine's first start or reply, Chromium,
 # the app, another Python (a fresh interpreter that imports torch or vLLM takes seconds to tens of seconds).
-STARTS = re.compile(r"\b(ChainlitServer|VllmServer|PostgresServer|NginxProxy|HubMirror)\(|\.ensure_started\("
+STARTS = re.compile(r"\b(ChainlitServer|VllmServer|PostgresServer|NginxProxy|HubMirror|ModelScopeMirror)\("
+                    r"|\.ensure_started\("
                     r"|\.stream\(|\bwebdriver\.|\"chainlit\", \"run\""
                     r"|\bsubprocess\.(run|Popen|check_call|check_output)\(\[(sys\.executable|python)\b")
 
@@ -150,5 +151,5 @@ def _fast_tests_start_nothing(request, monkeypatch):
 
     for owner, name in ((build, "build_engine"), (server.ChainlitServer, "start"), (server.ChainlitServer, "launch"),
                         (vllm_server.VllmServer, "start"), (postgres.PostgresServer, "start"),
-                        (nginx.NginxProxy, "start"), (hub_mirror.HubMirror, "__enter__")):
+                        (nginx.NginxProxy, "start"), (hub_mirror.FolderMirror, "__enter__")):
         monkeypatch.setattr(owner, name, refuse)
