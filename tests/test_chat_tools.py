@@ -128,13 +128,17 @@ async def test_continue_goes_on_in_the_same_message_and_regenerate_replaces_the_
     assert action and action["forId"] == first.id and client.action(REGENERATE)["forId"] == first.id
     cut = first.content  # `first` shows the message as it changes
     answer = cut.split("\n\n*The reply hit")[0]
+    offered = {a["id"] for a in client.actions}
     response = await client.click(action)
     assert response.status_code == 200, response.text
     whole = await _finished(client, first.id, cut)
     assert whole.startswith(answer) and len(client.replies("ERNIE Chat")) == len(before) + 1
     assert stats_of(whole)["reply"] > stats_of(cut)["reply"], "the cost line counts the whole reply"
     assert stats_of(whole)["prompt"] == stats_of(cut)["prompt"]
-    # Regenerate: a new answer to the same question in place of the old one, in the chat and in the history
+    # Regenerate: a new answer to the same question in place of the old one, in the chat and in the history.
+    # The finished text and the buttons under it reach the page as separate events: press the new button, as a
+    # user can only press what is shown
+    await _until(lambda: (client.action(REGENERATE) or {}).get("id") not in offered | {None})
     await client.click(client.action(REGENERATE))
 
     def replaced():  # the socket's events may come after the action's HTTP answer
