@@ -212,12 +212,7 @@ def check_cpu(preset: presets.Preset) -> None:
 
 
 def cpu_flags() -> set[str]:
-    """The processor's feature flags as Linux lists them; none where /proc/cpuinfo is missing."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            return next((set(line.split(":", 1)[1].split()) for line in info if line.startswith("flags")), set())
-    except OSError:
-        return set()
+    return hardware.cpu_flags()
 
 
 def classify_start_error(error: Exception, model: str, preset: presets.Preset,
