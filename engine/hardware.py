@@ -35,6 +35,26 @@ def cpu_build() -> bool:
         return False
 
 
+# What a limit on oneDNN's instruction set (`ONEDNN_MAX_CPU_ISA`, as when measuring an AVX2 processor on an AVX-512
+# one) takes away from the processor's flags: the engine is then chosen as for that processor.
+BELOW_AVX512 = ("avx512", "amx", "avx_vnni")
+ONEDNN_LIMITS = {"AVX2": BELOW_AVX512, "AVX2_VNNI": BELOW_AVX512, "AVX2_VNNI_2": BELOW_AVX512,
+                 "AVX512_CORE": ("avx512_vnni", "avx512_bf16", "avx512_fp16", "amx"),
+                 "AVX512_CORE_VNNI": ("avx512_bf16", "avx512_fp16", "amx"), "AVX512_CORE_BF16": ("amx",)}
+
+
+def cpu_flags() -> set[str]:
+    """The processor's feature flags as Linux lists them (none where /proc/cpuinfo is missing), less those above
+    the instruction set oneDNN is limited to."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((set(line.split(":", 1)[1].split()) for line in info if line.startswith("flags")), set())
+    except OSError:
+        return set()
+    above = ONEDNN_LIMITS.get(os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper(), ())
+    return {flag for flag in flags if not flag.startswith(above)} if above else flags
+
+
 def _nvml_handle():
     import pynvml
 

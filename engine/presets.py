@@ -49,7 +49,7 @@ class Preset(BaseModel):
                                  "(vLLM's stream_interval; the first token always goes at once). Fewer hand-overs "
                                  "leave the server more time when many chats stream.")
     weights_8bit: bool = Field(False, description="Linear layers' weights in 8 bits: fp8 on a GPU, int8 on a "
-                               "processor with AVX-512 VNNI; the embeddings stay bf16.")
+                               "processor (AVX2 and up; faster with AVX-512 VNNI or AMX); the embeddings stay bf16.")
     kv_8bit: bool = Field(False, description="KV cache in fp8: twice the tokens in the same memory.")
 
     @model_validator(mode="after")
@@ -96,7 +96,7 @@ BUILT_IN: dict[str, Preset] = {
                kv_cache_gib=0.09, max_model_len=2048, max_num_seqs=16, max_num_batched_tokens=512,
                stream_interval=GPU_STREAM_INTERVAL, weights_8bit=True, kv_8bit=True),
         Preset(name="cpu-8bit",
-               purpose="No GPU, faster: the processor with 8-bit weights (needs AVX-512 VNNI), 4k context",
+               purpose="No GPU, faster: the processor with 8-bit weights (int8), 4k context",
                device="cpu", kv_cache_gib=1.0, max_model_len=4096, max_num_seqs=16,
                max_num_batched_tokens=2048, cuda_graphs=False, weights_8bit=True),
     ]

@@ -49,9 +49,10 @@ class Settings(BaseSettings):
     custom_preset: Preset | None = Field(None, description="JSON of a preset named 'custom' (see README).")
     device: Literal["auto", "cuda", "cpu"] = Field("auto", description="Where the model runs; auto picks the GPU "
                                                                        "when there is one.")
-    dtype: Literal["auto", "bfloat16", "float16"] = Field(
-        "auto", description="Weights and activations on the GPU; auto is bfloat16, or float16 on cards older "
-                            "than compute capability 8.0, which have no bfloat16.")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto", description="Weights and activations; auto is bfloat16, or float16 on cards older than compute "
+                            "capability 8.0, which have no bfloat16, and float32 on processors without AVX-512 "
+                            "BF16 or AMX, which have no bf16 matmul.")
     model_source: Literal["huggingface", "modelscope"] = Field(
         "huggingface", description="Where a model id is downloaded from: the Hugging Face hub (or the mirror "
                                    "HF_ENDPOINT names), or ModelScope (ERNIE's id there is PaddlePaddle/...).")

