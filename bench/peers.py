@@ -78,7 +78,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", choices=["cpu-full", "gpu"], required=True)
     parser.add_argument("--model", type=Path, default=Path(FULL_SIZE))
-    parser.add_argument("--only", default="", help="comma-separated row names to run")
+    parser.add_argument("--only", default="", help="row names to run, separated by commas (or by semicolons)")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per row")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--before", type=Path, help="a checkout of an earlier commit: its chat path is a row too, "
@@ -100,8 +100,8 @@ def main() -> None:
         rows.insert(1, before)
     if args.isa == "avx2":
         rows = [{**row, "env": {**AVX2_ENV, **row.get("env", {})}} for row in rows]
-    if args.only:
-        rows = [r for r in rows if r["name"] in args.only.split(",")]
+    if args.only:  # names are split at ";" where one is given (a name may hold a comma)
+        rows = [r for r in rows if r["name"] in args.only.split(";" if ";" in args.only else ",")]
     args.out.mkdir(parents=True, exist_ok=True)
     isa = "" if args.isa == "native" else f"-{args.isa}"
     stem = args.out / f"peers-{args.target}{isa}-{time.strftime('%Y%m%d-%H%M%S')}"
