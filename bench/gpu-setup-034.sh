@@ -10,7 +10,8 @@
 # checks `import torch, vllm` and a 10-token AsyncLLM generation. Once /tmp/site034 exists, sourcing it again only
 # sets the environment. It defines two functions that switch this shell between the versions:
 #   use_vllm_034   PYTHONPATH=/tmp/site034:/tmp/site-ui, NCCL 2.30.7 first on LD_LIBRARY_PATH (torch 2.14 needs it)
-#   use_vllm_026   PYTHONPATH=/tmp/site:/tmp/site-ui, the image's NCCL (as device-setup.sh left it)
+#   use_vllm_026   PYTHONPATH=/tmp/site:/tmp/site-ui, the image's NCCL (as device-setup.sh left it), and
+#                  VLLM_USE_V2_MODEL_RUNNER=0: 0.26 with its V1 model runner, as the app ran it before 0.34
 # and leaves 0.34 selected. VLLM_USE_FLASHINFER_SAMPLER=0 stays set for both (no FlashInfer kernels are built here).
 
 V034_SITE=/tmp/site034
@@ -86,7 +87,8 @@ use_vllm_026() {
   export PYTHONPATH=/tmp/site:/tmp/site-ui
   export LD_LIBRARY_PATH=$V026_LD_LIBRARY_PATH
   [ -n "$LD_LIBRARY_PATH" ] || unset LD_LIBRARY_PATH
-  unset VLLM_USE_V2_MODEL_RUNNER
+  # 0.26 as the app ran it until the move to 0.34: with vLLM's V1 model runner (engine/build.py set this then)
+  export VLLM_USE_V2_MODEL_RUNNER=0
 }
 
 v034_check() {  # import torch and vLLM, then 10 tokens from an AsyncLLM on the model in $1 (eager, small)
