@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--before", type=Path, help="a checkout of an earlier commit: its chat path is a row too, "
                         "measured with that checkout's own .venv (its vLLM) where it has one")
+    parser.add_argument("--concurrency", default="1,8,32", help="how many chats at once the rows are measured at")
     parser.add_argument("--isa", choices=["native", "avx2"], default="native",
                         help="avx2: every row as on a processor without AVX-512 (vLLM's kernels, oneDNN, ATen and a "
                         "llama.cpp built for AVX2), on an AVX-512 machine: the rows are emulated")
@@ -98,6 +99,7 @@ def main() -> None:
         if (args.before / ".venv" / "bin" / "python").exists():
             before["python"] = str((args.before / ".venv" / "bin" / "python").absolute())
         rows.insert(1, before)
+    rows = [{**row, "concurrency": [int(n) for n in args.concurrency.split(",")]} for row in rows]
     if args.isa == "avx2":
         rows = [{**row, "env": {**AVX2_ENV, **row.get("env", {})}} for row in rows]
     if args.only:  # names are split at ";" where one is given (a name may hold a comma)
