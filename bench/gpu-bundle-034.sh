@@ -30,6 +30,8 @@
 #   .gpuV1/ ... .gpuV<n>/   v034.core.a?  (and v034.extra.a? with --flashinfer), .gpuV1 also v034.manifest
 # On the machine: `mkdir -p /tmp/stash && cp .gpuV<k>/* /tmp/stash/` in one call per folder, then, in the call
 # that carries .gpuB (after `source .gpuB/device-setup.sh`): `source bench/gpu-setup-034.sh`.
+# Dec 4: 20 parts (1.1 GB: torch 529 MiB, triton 236, NCCL 206, vLLM slimmed and xz'd), 5 more with --flashinfer;
+# about 5 s a call on a warm machine; the install there took about 1.5 minutes (bench/results/currentvllm-gpu-20261204).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
