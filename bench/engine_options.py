@@ -126,7 +126,8 @@ def main() -> None:
     with open(path, "a") as out, open(path.with_suffix(".log"), "a") as log:
         for name in names:
             print(f"== {name}", flush=True)
-            command = [sys.executable, "-m", "bench.engine_options", "--model", str(Path(model).resolve()), "--one", name]
+            command = [sys.executable, "-m", "bench.engine_options", "--model", str(Path(model).resolve()),
+                       "--one", name]
             try:
                 proc = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, cwd=root,
                                       env={**os.environ, "VLLM_LOGGING_STREAM": "ext://sys.stderr"})
