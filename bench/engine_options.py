@@ -1,6 +1,7 @@
 """vLLM's own options for one stream, each in a process of its own: the 4gb preset's engine arguments with one change.
 
     python -m bench.engine_options --model models/ernie-0.3b-random [--sharpen 6] [--only NAME,...] [--out DIR]
+    python -m bench.engine_options ... --only preset,interactivity --repeat 2   # alternated: a,b,a,b
 
 Each row starts vLLM's AsyncLLM with the arguments engine/presets.py gives the `4gb` preset on this GPU (and the
 environment engine/build.py gives a GPU engine), changed as the row says, then measures one stream (3 x 512
@@ -104,6 +105,8 @@ def main() -> None:
     parser.add_argument("--sharpen", type=float, help="as bench.peers: rows on weights whose final norm is this many "
                         "times as large (a trained model's few likely tokens)")
     parser.add_argument("--only", default="", help="comma-separated row names")
+    parser.add_argument("--repeat", type=int, default=1, help="run the rows this many times, alternated, each time "
+                        "in a new process (a difference between rows is real only if it holds in every round)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per row")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # run one row in this process
@@ -121,7 +124,7 @@ def main() -> None:
         model = sharpened(model, args.sharpen)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"engine-options-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-    names = [n for n in ROWS if not args.only or n in args.only.split(",")]
+    names = [n for n in ROWS if not args.only or n in args.only.split(",")] * args.repeat
     root = Path(__file__).resolve().parent.parent
     with open(path, "a") as out, open(path.with_suffix(".log"), "a") as log:
         for name in names:

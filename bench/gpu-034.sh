@@ -15,6 +15,12 @@
 #   startup34 `bench.startup --runs 2` on 0.34 (launch -> first token through a real server; warm by then)
 #   idle34    `bench.idle --presets 4gb --cycles 5 --take`, then `bench.orphans --preset 4gb --tries 2 --moments
 #             build`, on 0.34
+#   step34    `bench.step_time --configs bf16,interactivity` on 0.34: the decode step's host work against its kernels
+#   alt34     `bench.engine_options --only preset,interactivity --repeat 2`: the two alternated, each in new processes
+#   peers34   `bench.peers --only "this app: engine layer;this app: chat;llama.cpp bf16"` on 0.34 with llama.cpp's
+#             CUDA build (sources in /tmp/stash/llama-src.tar.gz; built on cores 8-15 from the first step on, the
+#             steps run on cores 0-7)
+#   profile34 `bench.startup --runs 2 --profile` on 0.34: py-spy on the server and its engine through the start
 # Results: /tmp/bench-034/<step>/, progress in /tmp/bench-034/progress.log.
 set -u
 results=/tmp/bench-034
@@ -33,6 +39,13 @@ case "${1:-}" in
       $(ls /tmp/stash/wheels/*.whl | grep -v -E '/(flashinfer_python|cuda_tile|nvidia_cudnn_frontend)-') \
       > /dev/null 2>&1
     log() { echo "$(date -u +%H:%M:%S) $*" | tee -a $results/progress.log; }
+    pin() { if command -v taskset > /dev/null; then taskset -c "$@"; else "${@:2}"; fi; }
+    case " $2 " in *" peers34 "*)
+      mkdir -p /tmp/llama-src && tar -xzf /tmp/stash/llama-src.tar.gz -C /tmp/llama-src 2> /dev/null
+      LLAMA_CUDA=1 LLAMA_CPP_SOURCE=/tmp/llama-src LLAMA_JOBS=8 pin 8-15 nice -n 19 bash bench/llama_cpp.sh \
+        > $results/llama-build.log 2>&1 &
+      taskset -cp 0-7 $$ > /dev/null 2>&1 ;;  # the measured steps on the other half of the cores
+    esac
     peers() {  # peers STEP ROW
       mkdir -p $results/$1
       log "$1: start ($(python3 -c 'import vllm; print("vllm", vllm.__version__)' 2>&1 | tail -1))"
@@ -58,6 +71,28 @@ case "${1:-}" in
           PATH=/tmp/site/bin:$PATH python3 -m bench.startup --model $model --runs 2 --out $results/$step \
             > $results/$step/stdout.log 2>&1
           log "$step: exit $?" ;;
+        step34)
+          mkdir -p $results/$step; log "$step: start"
+          python3 -m bench.step_time --model $model --configs bf16,interactivity --out $results/$step \
+            > $results/$step/stdout.log 2>&1
+          log "$step: exit $?" ;;
+        alt34)
+          mkdir -p $results/$step; log "$step: start"
+          python3 -m bench.engine_options --model $model --sharpen 6 --timeout 240 --only preset,interactivity \
+            --repeat 2 --out $results/$step > $results/$step/stdout.log 2>&1
+          log "$step: exit $?" ;;
+        peers34)
+          mkdir -p $results/$step
+          log "$step: start ($(python3 -c 'import vllm; print("vllm", vllm.__version__)' 2>&1 | tail -1))"
+          LLAMA_CUDA=1 python3 -m bench.peers --target gpu --model $model --sharpen 6 --timeout 420 \
+            --out $results/$step --only "this app: engine layer;this app: chat;llama.cpp bf16" \
+            > $results/$step/stdout.log 2>&1
+          log "$step: exit $?" ;;
+        profile34)
+          mkdir -p $results/$step; log "$step: start"
+          PATH=/tmp/site034/bin:/tmp/site/bin:$PATH python3 -m bench.startup --model $model --runs 2 --profile \
+            --out $results/$step > $results/$step/stdout.log 2>&1
+          log "$step: exit $?" ;;
         idle34)
           mkdir -p $results/$step; log "$step: start"
           python3 -m bench.idle --model $model --presets 4gb --cycles 5 --take --out $results/$step \
@@ -76,7 +111,7 @@ case "${1:-}" in
     current=$(ls -td $results/*/ 2> /dev/null | head -1)
     [ -n "$current" ] && { echo "--- $current"; tail -c 3000 "$current/stdout.log" 2> /dev/null; }
     out=${OUT:-bench/results}
-    mkdir -p "$out" && tar czf "$out/results-034.tgz" -C /tmp bench-034 \
+    mkdir -p "$out" && tar czf "$out/results-034.tgz" --exclude='*.db' -C /tmp bench-034 \
       $(cd /tmp && ls gpu-setup-034.log 2> /dev/null)
     running && echo "STILL RUNNING" || echo "FINISHED" ;;
   *) echo "usage: $0 start [STEPS]|collect [seconds]"; exit 2 ;;
