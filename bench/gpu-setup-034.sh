@@ -65,6 +65,9 @@ v034_install() {
     || return 3
   xz -d < /tmp/v034/core/vllm-0.34.0-slim.tar.xz | tar x -C "$V034_SITE" || return 3
   rm -rf /tmp/v034
+  # Bytecode now, as a user's install has it (scripts/setup.sh: `uv pip sync --compile-bytecode`): without it every
+  # start compiled torch's and vLLM's sources again, half of a start's samples (bench/results/currentvllm-gpu-20261204-run2)
+  python3 -m compileall -q -j 16 "$V034_SITE" /tmp/site-ui > /dev/null 2>&1
   echo "gpu-setup-034: installed ${#wheels[@]} wheels and vLLM 0.34.0 into $V034_SITE (FlashInfer: $extras)"
 }
 

@@ -45,21 +45,21 @@ ATTENTION_WORDS = ("attention", "attn", "paged", "cache")
 # One stream's bytes read per step: every weight once (the tied embedding is also the output layer: 103,424 x
 # 1,024 in bf16 in every row, vLLM's fp8 and llama.cpp's Q8_0 alike keep or quantize it as said) plus the KV
 # cache of a ~300-token chat (18,432 bytes a token), GB.
-GB_PER_STEP = {"bf16": 0.72 + 0.006, "8-bit weights": 0.47 + 0.006, "llama.cpp bf16": 0.72 + 0.006,
-               "llama.cpp Q8_0": 0.38 + 0.006}
+GB_PER_STEP = {"bf16": 0.72 + 0.006, "interactivity": 0.72 + 0.006, "8-bit weights": 0.47 + 0.006,
+               "llama.cpp bf16": 0.72 + 0.006, "llama.cpp Q8_0": 0.38 + 0.006}
 CARDS = {"GTX 1650 4 GB": 128, "RTX 3050 laptop 4 GB": 192, "RTX 4060 8 GB": 272, "RTX 3060 12 GB": 360}  # GB/s
 H200_GB_S = 4800
 EFFICIENCY = 0.8  # the share of a card's bandwidth a decode step's weight reads reach (an assumption)
 
 
-def measure(name: str, model: str) -> list[dict]:
+def measure(name: str, model: str, spy: Path | None = None) -> list[dict]:
     """In this process: build the engine for `name`, time and profile the steps at 1 and 8 sequences."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     import torch
     from torch.profiler import ProfilerActivity, profile
     from vllm import LLM, SamplingParams
 
-    from engine import build, hardware, int8_weights, presets
+    from engine import build, hardware, int8_weights, presets, top_p
 
     gpu = hardware.gpu()
     build.use_environment("cuda" if gpu else "cpu")
@@ -77,11 +77,22 @@ def measure(name: str, model: str) -> list[dict]:
         return [{"prompt_token_ids": [(seed * 7919 + i * 104729 + j * 31) % vocab for j in range(PROMPT_TOKENS)]}
                 for i in range(n)]
 
-    def params(steps: int):
-        return SamplingParams(temperature=0.8, top_p=0.8, max_tokens=steps, ignore_eos=True)
+    def params(steps: int):  # top p as the app's requests carry it (a CPU engine's processor, engine/top_p.py)
+        return top_p.hand_over(SamplingParams(temperature=0.8, top_p=0.8, max_tokens=steps, ignore_eos=True),
+                               llm.llm_engine)
 
     llm.generate(prompts(8, 1), params(16), use_tqdm=False)  # kernels of both batch sizes compiled first
     llm.generate(prompts(1, 2), params(16), use_tqdm=False)
+    if spy:  # py-spy on this process through one stream's decode: which Python the host's share of a step runs
+        steps = 1500
+        recorder = subprocess.Popen(["py-spy", "record", "--pid", str(os.getpid()), "--rate", "200", "--format", "raw",
+                                     "--nonblocking", "--output", str(spy)], stderr=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL)
+        time.sleep(1)  # py-spy attached
+        for seed in range(4):
+            llm.generate(prompts(1, 30 + seed), params(steps), use_tqdm=False)
+        recorder.send_signal(2)  # SIGINT: py-spy writes what it sampled
+        recorder.wait(timeout=60)
     rows = []
     for seqs in (1, 8):
         began, cpu = time.perf_counter(), time.process_time()
@@ -162,8 +173,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="models/ernie-0.3b-random")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--spy", action="store_true", help="also py-spy on each configuration's one-stream decode: "
+                        "own and inclusive time by Python function, beside the JSONL (py-spy on PATH)")
+    parser.add_argument("--spy-to", type=Path, help=argparse.SUPPRESS)  # with --one: py-spy's output
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a configuration, measured in this process
     parser.add_argument("--cards", type=Path, help="a measurement's JSONL: print the cards model from it")
+    parser.add_argument("--sharpen", type=float, help="as bench.peers: weights whose final norm is this many times as "
+                        "large, so that a top p keeps a trained model's few tokens (random weights keep most)")
     parser.add_argument("--configs", help="comma-separated configurations (default: "
                         f"{DEFAULT_CONFIGS['gpu']} on a GPU, {DEFAULT_CONFIGS['cpu']} on a processor)")
     parser.add_argument("--isa", choices=["native", "avx2"], default="native",
@@ -172,7 +188,7 @@ def main() -> None:
                         help="llama.cpp's one-stream tok/s on the H200 (the peers run), name=value,...")
     args = parser.parse_args()
     if args.one:
-        for row in measure(args.one, str(Path(args.model).resolve())):
+        for row in measure(args.one, str(Path(args.model).resolve()), args.spy_to):
             print(json.dumps(row), flush=True)
         return
     llama = {k: float(v) for k, v in (part.split("=") for part in args.llama.split(","))}
@@ -187,13 +203,24 @@ def main() -> None:
         path = args.out / f"step-time{isa}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
         env = {**os.environ, **(AVX2_ENV if args.isa == "avx2" else {})}
         configs = args.configs or DEFAULT_CONFIGS["gpu" if hardware.gpu() else "cpu"]
+        if args.sharpen:
+            from bench.top_p import sharpened
+
+            args.model = str(sharpened(Path(args.model), args.sharpen))
         for name in configs.split(","):
-            done = subprocess.run([sys.executable, "-m", "bench.step_time", "--one", name, "--model", args.model],
+            spy = path.with_name(f"{path.stem}-{name.replace(' ', '-')}-spy.txt") if args.spy else None
+            done = subprocess.run([sys.executable, "-m", "bench.step_time", "--one", name, "--model", args.model,
+                                   *(["--spy-to", str(spy)] if spy else [])],
                                   cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
             found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
             if done.returncode or not found:
                 print(f"== {name} exited {done.returncode}:\n" + "\n".join(done.stderr.splitlines()[-15:]))
             rows += found
+            if spy and spy.exists():
+                from bench.profile_app import summarize
+
+                spy.with_suffix(".json").write_text(json.dumps(summarize(spy, top=40), indent=1))
+                spy.unlink()  # the raw stacks are megabytes; the summary is what a reader needs
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         print("wrote", path)
     print(step_table(rows))
