@@ -133,7 +133,10 @@ def test_regenerate_under_a_reply_and_the_export_chip(app_server, browser, tmp_p
 
     def press(locator):  # the page may re-render, or a tooltip cover the button, for a moment: press again
         def pressed(driver) -> bool:
-            driver.find_element(*locator).click()
+            button = driver.find_element(*locator)
+            if not button.is_enabled():  # shown but greyed: Chainlit enables a reply's actions when its task ends
+                return False
+            button.click()
             return True
         return pressed
 
