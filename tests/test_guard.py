@@ -32,6 +32,26 @@ def test_host_names_and_loopback():
     assert not any(map(is_loopback, [REBOUND, "0.0.0.0", "localhost.attacker.example", ""]))
 
 
+def test_an_app_already_serving_without_the_guard_is_refused_not_served(monkeypatch):
+    from chainlit.server import app
+    from starlette.middleware import Middleware
+    from starlette.middleware.cors import CORSMiddleware
+
+    from web import guard
+
+    # Starlette builds its middleware once, at the first request: if Chainlit had served before the app's wiring
+    # ran, the guard could never be put in front any more, and the app must not start without it
+    monkeypatch.setattr(app, "middleware_stack", object())
+    monkeypatch.setattr(app, "user_middleware", [Middleware(CORSMiddleware, allow_origins=[])])
+    with pytest.raises(guard.GuardNotInstalled, match="before the app could put its guard"):
+        guard.install(loopback=True, signin=False, settings=None, api_paths=())
+    # a `-w` reload: the running app has the guard already (a class imported again is still the guard)
+    reloaded = type("Guard", (), {"__module__": guard.__name__})
+    monkeypatch.setattr(app, "user_middleware", [Middleware(reloaded), Middleware(CORSMiddleware, allow_origins=[])])
+    guard.install(loopback=True, signin=False, settings=None, api_paths=())
+    assert [entry.cls for entry in app.user_middleware] == [reloaded, CORSMiddleware], "left as it serves"
+
+
 def test_failed_sign_ins_are_slowed_per_key_and_age_out():
     clock = [1000.0]
     failed = FailedSignIns(now=lambda: clock[0])

@@ -204,14 +204,30 @@ async def _refuse(scope, receive, send, status: int, reason: str, retry_after: i
     await send({"type": "http.response.body", "body": body})
 
 
+class GuardNotInstalled(RuntimeError):
+    """Chainlit's app already serves without the guard."""
+
+
+def is_guard(cls) -> bool:
+    """Whether a middleware class is this module's Guard, also as a `-w` reload imported it again."""
+    return getattr(cls, "__qualname__", None) == Guard.__qualname__ and getattr(cls, "__module__", None) == __name__
+
+
 def install(*, loopback: bool, signin: bool, settings, api_paths) -> None:
     """Put the guard in front of Chainlit's app, and its CORS for CHAT_ALLOWED_ORIGINS only, once per process
-    (a `-w` reload finds the app already serving with them)."""
+    (a `-w` reload finds the app already serving with them). Raises GuardNotInstalled where Chainlit's app
+    already serves without the guard (Starlette builds its middleware at the first request and never again):
+    the app must not start unguarded."""
     from chainlit.server import app
     from starlette.middleware import Middleware
     from starlette.middleware.cors import CORSMiddleware
 
     if app.middleware_stack is not None:
+        if not any(is_guard(entry.cls) for entry in app.user_middleware):
+            raise GuardNotInstalled(
+                "Chainlit's server was already answering requests before the app could put its guard in front of it, "
+                "so the sign-in and the host checks would not apply. Start the app with `chainlit run app.py` "
+                "(it loads the app before it serves), and report this with your Chainlit version if it persists.")
         return
     origins = settings.allowed_origin_list
     app.user_middleware[:] = [entry for entry in app.user_middleware if entry.cls is not CORSMiddleware]
