@@ -119,7 +119,7 @@ def main() -> None:
         return
     model = args.model
     if args.sharpen:
-        from bench.top_p import sharpened
+        from bench.sharpen import sharpened
 
         model = sharpened(model, args.sharpen)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from bench.plot import plot
 from bench.run import RESULTS, run_suite
 from bench.table import table
-from bench.top_p import sharpened
+from bench.sharpen import sharpened
 from engine.presets import BUILT_IN
 
 FULL_SIZE = "models/ernie-0.3b-random"

@@ -204,7 +204,7 @@ def main() -> None:
         env = {**os.environ, **(AVX2_ENV if args.isa == "avx2" else {})}
         configs = args.configs or DEFAULT_CONFIGS["gpu" if hardware.gpu() else "cpu"]
         if args.sharpen:
-            from bench.top_p import sharpened
+            from bench.sharpen import sharpened
 
             args.model = str(sharpened(Path(args.model), args.sharpen))
         for name in configs.split(","):

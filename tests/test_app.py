@@ -22,7 +22,7 @@ async def test_first_chat_starts_the_engine_with_progress_and_the_reply_streams(
     assert "Starting the model engine: Ready" in client.all_text()
     assert stats_of(first.content)["reply"] > 0 and "tok/s" in first.content
     # The pieces are counted on later, longer replies: on the 2-core test machine the server can stand still while
-    # the engine generates (timers stopped for 17-23 s, bench/stalls.py), and a reply then arrives whole; streaming
+    # the engine generates (timers stopped for 17-23 s, docs/reliability.md), and a reply then arrives whole; streaming
     # must show in one of four replies (a server that does not stream fails all four)
     await client.change_settings({"max_tokens": 2048})
     tries = []
@@ -107,7 +107,7 @@ async def test_two_sessions_chat_at_the_same_time(app_server):
     """While session A's long reply streams, session B asks and gets its whole reply: served beside A, not after.
 
     Judged by the engine's own record (its steps that made a token for both), not by when the client saw the
-    replies end: on the 2-core test machine the client can stand still through both (bench/stalls.py)."""
+    replies end: on the 2-core test machine the client can stand still through both (docs/reliability.md)."""
     a, b = await ChatClient(app_server.url).connect(), await ChatClient(app_server.url).connect()
     try:
         await a.change_settings({"max_tokens": 8192})

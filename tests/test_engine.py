@@ -82,7 +82,7 @@ async def test_cancelling_the_consumer_task_stops_generation(engine):
     assert engine.status().requests_running == 0
 
 
-STREAM_TOKENS = 1000  # long enough that a stall of the test process (17-23 s, bench/stalls.py) rarely spans a round
+STREAM_TOKENS = 1000  # long enough that a stall of the test process (17-23 s, docs/reliability.md) rarely spans a round
 
 
 async def test_eight_concurrent_streams_all_complete(engine):
