@@ -6,8 +6,9 @@ sequences than the engine has slots a 400, and an engine that is starting, switc
 restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
 hang, never a 500. A request's sequences are its prompts times its `n`, read with vLLM's own
 request models (so "40" and 40.0 count as 40, as vLLM will run them), against the preset that runs
-or that the first start will pick. It also counts the API's sequences in flight, for the status
-panel and `saturated()`. A plain ASGI app, so any web server can route to it.
+or that the first start will pick. It admits the API's sequences through the engine's one admission
+(`engine.admit`, engine/admission.py), as the chats' replies are admitted. A plain ASGI app, so any web
+server can route to it.
 """
 
 import asyncio
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 from api.openai_app import build_openai_app
 from engine import build, presets, startup
+from engine.admission import API
 from engine.errors import ChatError
 from runtime import RUNTIME
 from web.asgi import read_body, replay
@@ -85,12 +87,8 @@ class ApiGate:
                                 "InternalServerError")
         if problem:
             return await _error(send, 400, problem, "BadRequestError", cost.field)
-        sequences = cost.sequences if cost else 0
-        self.engine.api_sequences += sequences
-        try:
+        async with self.engine.admit(API, cost.sequences if cost else 0):
             await app(scope, replay(body, receive), send)
-        finally:
-            self.engine.api_sequences -= sequences
 
     async def _cost(self, scope, body: bytes) -> Cost | None:
         """What the request asks of the engine; None when it generates nothing (e.g. /v1/models)."""

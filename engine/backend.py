@@ -8,6 +8,7 @@ from its `client`). tests/test_backend.py checks both against this Protocol.
 """
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from engine import presets
@@ -25,7 +26,6 @@ class Backend(Protocol):
     serves_api: bool
     starting: bool
     failure: ChatError | None  # why the last start failed, until a retry
-    api_sequences: int  # sequences the OpenAI API has in flight (counted by api/gate.py)
     asleep_since: float | None  # when the idle engine gave its memory back (engine/idle.py), until it wakes
 
     @property
@@ -33,6 +33,15 @@ class Backend(Protocol):
 
     @property
     def max_model_len(self) -> int | None: ...
+
+    @property
+    def api_sequences(self) -> int:
+        """Sequences the OpenAI API has in flight (admitted by api/gate.py)."""
+
+    def admit(self, who: str, sequences: int = 1) -> AbstractAsyncContextManager[None]:
+        """`async with engine.admit(who, n)`: the one way a chat's reply (`who` CHAT, n 1) or an API request (API,
+        its prompts times its n) holds the engine's sequences while it runs: what `saturated()`, the idle timer
+        and the status count (engine/admission.py)."""
 
     async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
         """Start (or connect) unless running; concurrent callers share one attempt. Raises a ChatError."""

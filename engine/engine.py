@@ -22,6 +22,7 @@ from engine import build, download, hardware, leftovers, machine_cache, model_fi
 from engine.chat import build_prompt, stop_token_ids
 from engine.output_tail import OutputTail
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
+from engine.admission import API, CHAT, Admission
 from engine.idle import IdleTimer
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
@@ -62,11 +63,11 @@ class ChatEngine(SleepAndWake):
         self._lock = asyncio.Lock()  # one start, switch or shutdown at a time
         self._progress = ProgressReports()
         self._start = SingleFlight(self._progress)
-        self._active: set[str] = set()  # the chats' requests
-        self._api_sequences = 0
+        self._active: set[str] = set()  # the chats' request ids, to abort them
         self.asleep_since: float | None = None  # when it fell asleep (wall clock), while nobody chats
         self._falling_asleep = False
         self._idle = IdleTimer(settings.idle_minutes, self._busy, self.fall_asleep)
+        self._admission = Admission(on_change=self._idle.touch)  # the chats' and the API's sequences
         self.starting = False
         self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
@@ -75,16 +76,15 @@ class ChatEngine(SleepAndWake):
     def ready(self) -> bool:
         return self._llm is not None and not self._llm.errored and self.asleep_since is None
 
+    def admit(self, who: str, sequences: int = 1):
+        """`async with engine.admit(who, n)`: hold n sequences of the engine for a chat or the API while a request
+        runs (engine/admission.py); each entry and exit is activity for the idle timer."""
+        return self._admission.admit(who, sequences)
+
     @property
     def api_sequences(self) -> int:
-        """Sequences the OpenAI-compatible API has in flight (counted by api/gate.py): a request with n=4 takes
-        4 of the preset's slots, as 4 chats would. Each change is activity for the idle timer."""
-        return self._api_sequences
-
-    @api_sequences.setter
-    def api_sequences(self, value: int) -> None:
-        self._api_sequences = value
-        self._idle.touch()
+        """Sequences the OpenAI-compatible API has in flight (admitted by api/gate.py)."""
+        return self._admission.held(API)
 
     @property
     def client(self):
@@ -351,37 +351,37 @@ class ChatEngine(SleepAndWake):
             raise EngineDiedError("it is not running")
         generated = cached = 0
         finish = None
-        self._active.add(request_id)  # from the first moment: `saturated()` must count it while its prompt is built
-        try:
-            prompt = await asyncio.get_running_loop().run_in_executor(
-                PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len,
-                sampling.max_tokens, continue_reply)
-            params = hand_over(SamplingParams(  # top p by the engine's processor (engine/top_p.py)
-                temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
-                ignore_eos=sampling.ignore_eos, seed=sampling.seed,
-                stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
-                output_kind=RequestOutputKind.DELTA,
-            ), llm)
-            clock = ReplyClock()
-            async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id):
-                completion = out.outputs[0]
-                generated += len(completion.token_ids)
-                clock.arrived(tokens=bool(completion.token_ids))
-                if completion.text:
-                    yield completion.text
-                if out.finished:
-                    finish, cached = completion.finish_reason, out.num_cached_tokens or 0
-        except (asyncio.CancelledError, GeneratorExit):
-            await self._abort_quietly(llm, request_id)
-            raise
-        except Exception as error:
-            if llm.errored:
-                self._restart_in_background()
-                raise EngineDiedError(type(error).__name__) from error
-            raise
-        finally:
-            self._active.discard(request_id)
-            self._idle.touch()
+        async with self.admit(CHAT):  # from the first moment: `saturated()` must count it while its prompt is built
+            self._active.add(request_id)
+            try:
+                prompt = await asyncio.get_running_loop().run_in_executor(
+                    PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len,
+                    sampling.max_tokens, continue_reply)
+                params = hand_over(SamplingParams(  # top p by the engine's processor (engine/top_p.py)
+                    temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
+                    ignore_eos=sampling.ignore_eos, seed=sampling.seed,
+                    stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
+                    output_kind=RequestOutputKind.DELTA,
+                ), llm)
+                clock = ReplyClock()
+                async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id):
+                    completion = out.outputs[0]
+                    generated += len(completion.token_ids)
+                    clock.arrived(tokens=bool(completion.token_ids))
+                    if completion.text:
+                        yield completion.text
+                    if out.finished:
+                        finish, cached = completion.finish_reason, out.num_cached_tokens or 0
+            except (asyncio.CancelledError, GeneratorExit):
+                await self._abort_quietly(llm, request_id)
+                raise
+            except Exception as error:
+                if llm.errored:
+                    self._restart_in_background()
+                    raise EngineDiedError(type(error).__name__) from error
+                raise
+            finally:
+                self._active.discard(request_id)
         yield clock.stats(prompt, sampling.max_tokens, generated, cached, finish, self.preset.max_model_len)
 
     def _restart_in_background(self) -> None:
@@ -397,7 +397,7 @@ class ChatEngine(SleepAndWake):
 
     def saturated(self) -> bool:
         """True when every sequence slot is taken (by chats or the API): a new request waits in vLLM's queue."""
-        return self.preset is not None and len(self._active) + self.api_sequences >= self.preset.max_num_seqs
+        return self.preset is not None and self._admission.held() >= self.preset.max_num_seqs
 
     async def _abort_quietly(self, llm, request_id: str) -> None:
         try:
@@ -449,7 +449,7 @@ class ChatEngine(SleepAndWake):
 
     @property
     def chat_requests(self) -> int:
-        return len(self._active)
+        return self._admission.held(CHAT)
 
 
 def shared_engine():

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from engine.admission import API, CHAT, Admission
 from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
@@ -43,7 +44,8 @@ class RemoteEngine:
         self.preset_name, self.preset = "remote", None
         self.model: str | None = None
         self.max_model_len: int | None = None
-        self.starting, self.failure, self.api_sequences = False, None, 0
+        self.starting, self.failure = False, None
+        self._admission = Admission()  # the chats' sequences (the server answers the API itself)
         self._up = False
         self._gauges: dict[str, float] = {}
         self._active: dict[str, object] = {}  # request id -> its open stream
@@ -55,6 +57,14 @@ class RemoteEngine:
         key = settings.engine_key.get_secret_value() if settings.engine_key else None
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client: httpx.AsyncClient | None = None
+
+    def admit(self, who: str, sequences: int = 1):
+        """`async with engine.admit(who, n)`: hold n sequences while a request runs (engine/admission.py)."""
+        return self._admission.admit(who, sequences)
+
+    @property
+    def api_sequences(self) -> int:
+        return self._admission.held(API)
 
     @property
     def ready(self) -> bool:
@@ -122,20 +132,21 @@ class RemoteEngine:
         sampling = sampling or self.settings.sampling()
         system = self.settings.system_prompt if system_prompt is None else system_prompt
         request_id = request_id or uuid.uuid4().hex
-        self._active[request_id] = None
-        try:
-            turns = plain(messages)  # attachments written into their messages
-            if surely_fits(_with_system(system, turns), sampling.max_tokens, self.max_model_len):
-                prompt = Prompt([], 0, sampling.max_tokens, messages=tuple(turns))  # no need to ask the server
-            else:
-                prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system, continue_reply), messages,
-                                                 self.max_model_len, sampling.max_tokens, continue_reply)
-            turns = _with_system(system, list(prompt.messages))
-            async for item in self._generate(turns, sampling, prompt, request_id, continue_reply):
-                yield item
-        finally:
-            self._active.pop(request_id, None)
-            self._aborted.discard(request_id)
+        async with self.admit(CHAT):
+            self._active[request_id] = None
+            try:
+                turns = plain(messages)  # attachments written into their messages
+                if surely_fits(_with_system(system, turns), sampling.max_tokens, self.max_model_len):
+                    prompt = Prompt([], 0, sampling.max_tokens, messages=tuple(turns))  # no need to ask the server
+                else:
+                    prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system, continue_reply), messages,
+                                                     self.max_model_len, sampling.max_tokens, continue_reply)
+                turns = _with_system(system, list(prompt.messages))
+                async for item in self._generate(turns, sampling, prompt, request_id, continue_reply):
+                    yield item
+            finally:
+                self._active.pop(request_id, None)
+                self._aborted.discard(request_id)
 
     async def _generate(self, turns, sampling: Sampling, prompt: Prompt, request_id: str, continue_reply: bool = False):
         """One streamed chat completion, its server-sent events read as plain JSON (per token, a typed client's
@@ -218,7 +229,7 @@ class RemoteEngine:
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
-            chat_requests=len(self._active), api_sequences=0,
+            chat_requests=self._admission.held(CHAT), api_sequences=self.api_sequences,
         )
 
     def expect_stop_on_signals(self) -> None:

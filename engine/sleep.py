@@ -16,7 +16,7 @@ SLEEP_LEVEL = 1
 
 class SleepAndWake:
     def _busy(self) -> bool:
-        return bool(self._active) or self._api_sequences > 0 or self.starting or not self.ready
+        return self._admission.held() > 0 or self.starting or not self.ready
 
     async def fall_asleep(self) -> bool:
         """Give the device back while nobody chats (the idle timer asks); False when a request or a start came

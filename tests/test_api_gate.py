@@ -6,6 +6,7 @@ import json
 import httpx
 import pytest
 
+from engine.admission import API, CHAT
 from engine import presets
 from api.gate import COMPLETIONS_PATH, ApiGate, Cost, _request_models, planned_preset, request_cost
 from engine.engine import ChatEngine
@@ -116,10 +117,12 @@ async def test_too_many_sequences_are_refused_before_the_engine_starts(tmp_path)
 async def test_saturated_counts_the_apis_sequences(tmp_path):
     engine = ChatEngine(load_settings(model=str(tmp_path), preset="custom", custom_preset=TEST_PRESET))
     engine.preset = planned_preset(engine)
-    engine.api_sequences = TEST_PRESET["max_num_seqs"] - 1
-    assert not engine.saturated() and engine.status().api_sequences == TEST_PRESET["max_num_seqs"] - 1
-    engine.api_sequences += 1  # one request with n=8 takes every slot, as eight chats would
-    assert engine.saturated()
+    async with engine.admit(API, TEST_PRESET["max_num_seqs"] - 1):
+        assert not engine.saturated() and engine.status().api_sequences == TEST_PRESET["max_num_seqs"] - 1
+        async with engine.admit(CHAT):  # one chat more takes the last slot: an API request's n counts as chats do
+            assert engine.saturated() and engine.status().chat_requests == 1
+        assert not engine.saturated()
+    assert engine.api_sequences == 0
 
 
 async def test_an_engine_that_cannot_start_gives_api_clients_a_503_with_the_reason(tmp_path):

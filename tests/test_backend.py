@@ -41,3 +41,21 @@ def test_each_method_takes_the_contract_s_parameters(backend, method):
     assert has[:len(wanted)] == wanted, f"{type(backend).__name__}.{method}{tuple(has)}: the contract says {wanted}"
     assert inspect.iscoroutinefunction(getattr(Backend, method)) == inspect.iscoroutinefunction(implementation), (
         f"{type(backend).__name__}.{method}: async in one, not the other")
+
+
+@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote"])
+async def test_chats_and_the_api_enter_through_one_admission_released_however_a_request_ends(backend):
+    from engine.admission import API, CHAT
+
+    async with backend.admit(API, 3):
+        async with backend.admit(CHAT):
+            status = backend.status()
+            assert (status.api_sequences, status.chat_requests) == (3, 1) and backend.api_sequences == 3
+    with pytest.raises(RuntimeError):
+        async with backend.admit(API, 2):
+            raise RuntimeError("the client went away")
+    status = backend.status()
+    assert (status.api_sequences, status.chat_requests, backend.api_sequences) == (0, 0, 0), "released"
+    with pytest.raises(ValueError):
+        async with backend.admit("somebody", 1):
+            pass
