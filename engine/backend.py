@@ -19,14 +19,36 @@ from engine.settings import Sampling, Settings
 
 @runtime_checkable
 class Backend(Protocol):
-    settings: Settings
-    preset_name: str  # the preset that runs (or will), as the sidebar shows it
-    preset: presets.Preset | None  # its values once started; None for a remote server
-    presets_locked: str | None
-    serves_api: bool
-    starting: bool
-    failure: ChatError | None  # why the last start failed, until a retry
-    asleep_since: float | None  # when the idle engine gave its memory back (engine/idle.py), until it wakes
+    # Read-only for everything above engine/: a backend changes them itself, as it starts, switches and sleeps.
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def preset_name(self) -> str:
+        """The preset that runs (or will), as the sidebar shows it."""
+
+    @property
+    def preset(self) -> presets.Preset | None:
+        """Its values once started; None for a remote server."""
+
+    @property
+    def presets_locked(self) -> str | None:
+        """Why presets cannot be switched here, or None."""
+
+    @property
+    def serves_api(self) -> bool:
+        """Whether the chat server serves the OpenAI API from this engine."""
+
+    @property
+    def starting(self) -> bool: ...
+
+    @property
+    def failure(self) -> ChatError | None:
+        """Why the last start failed, until a retry."""
+
+    @property
+    def asleep_since(self) -> float | None:
+        """When the idle engine gave its memory back (engine/idle.py), until it wakes."""
 
     @property
     def ready(self) -> bool: ...

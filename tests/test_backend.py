@@ -26,7 +26,9 @@ def backends():
 @pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote"])
 def test_each_backend_has_every_member_of_the_contract(backend):
     assert isinstance(backend, Backend)
-    missing = [name for name in Backend.__annotations__ if not hasattr(backend, name)]
+    members = [name for name, member in vars(Backend).items() if isinstance(member, property)]
+    assert "preset" in members and "admit" in METHODS, "the contract's read-only properties and methods are read"
+    missing = [name for name in [*members, *METHODS] if not hasattr(backend, name)]
     assert not missing, f"{type(backend).__name__} lacks {missing}"
 
 
