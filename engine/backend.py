@@ -66,7 +66,11 @@ class Backend(Protocol):
         and the status count (engine/admission.py)."""
 
     async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
-        """Start (or connect) unless running; concurrent callers share one attempt. Raises a ChatError."""
+        """Start (or connect) unless running; concurrent callers share one attempt. Raises a ChatError.
+
+        A failed start of the embedded engine is remembered and raised at once until `retry` (starting again
+        would fail the same way and cost a minute); a remote server is asked again at every call, `retry` or
+        not, since it may have come up meanwhile."""
 
     def stream(self, messages: list[dict], sampling: Sampling | None = None, system_prompt: str | None = None,
                request_id: str | None = None, continue_reply: bool = False) -> AsyncIterator[str | Stats]:
