@@ -138,22 +138,28 @@ def binding_engine_processes(cpu: bool):
 def end_with_the_app() -> None:
     """In a forked engine process (the core, or a worker it forks): ended with its parent however that ends
     (engine/lifeline.py); none of the app's signal wakeups (a signal to the core must not reach the app's
-    event loop through the wakeup fd it inherited); none of its listening sockets (a core that outlived the
-    app would keep its port); its output on fds 1 and 2."""
+    event loop through the wakeup fd it inherited); none of its network sockets (`close_the_apps_sockets`); its
+    output on fds 1 and 2."""
     if not FORKING.is_set():
         return
     import signal
 
     lifeline.bind_to_parent()
     signal.set_wakeup_fd(-1)
-    close_listening_sockets()
+    close_the_apps_sockets()
     write_to_fds_1_and_2()
     if CPU_CORE.is_set():
         set_up_compute()
 
 
-def close_listening_sockets() -> None:
-    """Close the TCP sockets the app listens on (its web server's), which the fork copied into this process."""
+def close_the_apps_sockets() -> None:
+    """Close the network sockets the fork copied from the app: its web server's listening ones (a core that
+    outlived the app would keep its port) and every open connection (a browser's, the database's).
+
+    A connection whose copy stays here is never really closed: when the web server ends an idle keep-alive
+    connection, no FIN goes out while this process still holds it, so the browser sends its next request on it
+    and waits for an answer that never comes (a chat's action button stuck in its running state). The core's own
+    sockets are made after the fork, and the ones it shares with the app are local (AF_UNIX), kept here."""
     import socket
 
     for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []:
@@ -164,14 +170,10 @@ def close_listening_sockets() -> None:
             probe = socket.socket(fileno=fd)
         except OSError:
             continue
-        try:
-            listening = (probe.family in (socket.AF_INET, socket.AF_INET6)
-                         and probe.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
-        except OSError:
-            listening = False
+        network = probe.family in (socket.AF_INET, socket.AF_INET6)
         probe.detach()  # the probe must not close what it only looked at
-        if listening:
-            os.close(fd)
+        if network:
+            os.close(fd)  # this copy only: the app's own stays open
 
 
 def set_up_compute() -> None:

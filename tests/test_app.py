@@ -198,3 +198,44 @@ async def test_a_watch_reload_keeps_the_running_engine_and_ctrl_c_ends_it_withou
     finally:
         probe.unlink(missing_ok=True)
         server.stop()
+
+
+async def test_a_connection_open_while_the_engine_starts_still_ends_when_the_server_ends_it(engine_env, tmp_path):
+    """A browser sends its next request (a chat's Regenerate, say) on an idle keep-alive connection: one that was
+    in use while the engine's core was forked from the server must still be closed when the server closes it
+    (uvicorn's keep-alive: 5 s idle), or the browser's request goes to a copy nobody reads and waits forever."""
+    import json
+
+    from harness.presets import APP_PRESET
+    from harness.server import ChainlitServer
+
+    server = ChainlitServer({**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)},
+                            tmp_path / "chainlit.log").start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+
+        async def get() -> None:
+            writer.write(b"GET /auth/config HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: keep-alive\r\n\r\n")
+            head = (await reader.readuntil(b"\r\n\r\n")).decode()
+            assert head.startswith("HTTP/1.1 200"), head
+            await reader.readexactly(int(re.search(r"(?i)content-length: (\d+)", head).group(1)))
+
+        async def load_the_page() -> None:  # a page's requests, one a second, on one kept-alive connection
+            while True:
+                await get()
+                await asyncio.sleep(1)
+
+        loading = asyncio.create_task(load_the_page())
+        chat = await ChatClient(server.url).connect()  # the chat's opening starts the engine: its core is forked
+        await chat.ask("hello")
+        await chat.close()
+        loading.cancel()
+        try:
+            rest = await asyncio.wait_for(reader.read(), timeout=120)  # the keep-alive timer, on a busy machine
+        except TimeoutError:
+            raise AssertionError("the server's idle connection was never closed: the engine process holds a copy "
+                                 "of it") from None
+        assert rest == b"", "the server closes an idle connection without sending anything"
+        writer.close()
+    finally:
+        assert server.stop() == 0
