@@ -59,8 +59,8 @@ async def on_message(message: cl.Message):
         return
     chat = await chat_state.current(engine)
     turns = chat.turns_before(message.id)
-    if not await start_note.ensure_engine(engine):
-        cl.user_session.set("pending", asked)  # answered if "Try again" brings the engine up
+    if not await start_note.ensure_engine(engine, chat):
+        chat.waiting = asked  # answered if "Try again" brings the engine up
         return
     await reply_to(engine, chat_history, chat, turns, asked)
 
@@ -69,11 +69,10 @@ async def on_message(message: cl.Message):
 @reported("starting the engine again")
 async def retry_start(action: cl.Action):
     await action.remove()
-    pending = cl.user_session.get("pending")
-    if await start_note.ensure_engine(engine, retry=True) and pending is not None:
-        cl.user_session.set("pending", None)
-        chat = await chat_state.current(engine)
-        await reply_to(engine, chat_history, chat, chat.turns_before(pending["id"]), pending)
+    chat = await chat_state.current(engine)
+    if await start_note.ensure_engine(engine, chat, retry=True) and chat.waiting is not None:
+        asked, chat.waiting = chat.waiting, None
+        await reply_to(engine, chat_history, chat, chat.turns_before(asked["id"]), asked)
 
 
 @cl.action_callback(CONTINUE_ACTION)
@@ -110,12 +109,13 @@ async def on_settings(values: dict):
 @cl.on_stop
 @reported("stopping the reply")
 async def on_stop():
-    await stop(engine)
+    await stop(engine, chat_state.made())
 
 
 @cl.on_chat_end
 async def on_chat_end():
-    request_id = cl.user_session.get("request_id")
+    chat = chat_state.made()
+    request_id = chat and chat.request_id
     if request_id:  # the tab may come back (a network blip): the reply goes on until the chat really ends
         sessions.abort_when_gone(lambda: engine.abort(request_id))
 

@@ -3,8 +3,7 @@
 Chainlit owns threads, steps, users and feedback, the history sidebar, rename, delete and search. The layer
 here adds what Chainlit's does not do: SQLite-safe parameters and one writer thread, a thread looked up once,
 Chainlit's hidden "run" steps left out, a deleted chat never written again (and its attachments' text deleted
-with it), the session's in-memory keys kept out of the stored thread, and a chat told once when its turns
-cannot be saved (history/writes.py).
+with it), and a chat told once when its turns cannot be saved (history/writes.py).
 """
 
 import asyncio
@@ -16,14 +15,11 @@ from chainlit.logger import logger
 from sqlalchemy import create_engine, event, text
 
 from history.schema import database_url, prepare, reason, sqlite_pragmas, where
-from history.writes import SAVED_KEY, STATE_KEY, WRITE_KEY, tell_failing
+from history.writes import tell_failing
 
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
 KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
 DELETE_ATTACHMENTS = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
-# The app's keys in `cl.user_session`, never stored with a thread: "pending" (app.py), "request_id" (ui/reply.py),
-# "start_task" (ui/start_note.py), and history/writes.py's own. tests/test_layout.py finds every key set.
-IN_MEMORY_ONLY = {"pending", "request_id", "start_task", STATE_KEY, SAVED_KEY, WRITE_KEY}
 
 
 def _remember(ids: dict, thread_id: str) -> None:
@@ -56,8 +52,6 @@ class HistoryLayer(SQLAlchemyDataLayer):
         if thread_id in self.deleted or (name is None and user_id is None and metadata is None and tags is None
                                          and thread_id in self.known):
             return
-        if metadata:
-            metadata = {key: value for key, value in metadata.items() if key not in IN_MEMORY_ONLY}
         await super().update_thread(thread_id, name=name, user_id=user_id, metadata=metadata, tags=tags)
         _remember(self.known, thread_id)
 

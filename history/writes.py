@@ -7,36 +7,54 @@ killed server loses at most that much. None of these writes holds a reply up: ea
 
 import asyncio
 import time
+import weakref
+from dataclasses import dataclass
 
 from history.schema import reason
 from tasks import spawn
 
 SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
 CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
-STATE_KEY = "history_failing"  # per chat: whether it was told that saving failed
-SAVED_KEY = "history_saved_settings"  # per chat: the sidebar values last stored
-WRITE_KEY = "history_settings_write"  # per chat: the last write of its sidebar (`keep_settings`)
 WRITING: set[asyncio.Task] = set()  # sidebar writes under way (`keep_settings`)
+
+
+@dataclass
+class ChatRecord:
+    """What the history knows of one open chat: kept in memory with its session, never stored."""
+
+    told_failing: bool = False  # whether the chat was told that saving failed
+    settings: dict | None = None  # the sidebar values last stored
+    write: asyncio.Task | None = None  # the last write of its sidebar (`keep_settings`)
+
+
+_RECORDS: "weakref.WeakKeyDictionary[object, ChatRecord]" = weakref.WeakKeyDictionary()
+
+
+def record_of(session) -> ChatRecord:
+    """The record of the chat whose Chainlit session is `session`: made on first use, gone with the session."""
+    record = _RECORDS.get(session)
+    if record is None:
+        record = _RECORDS[session] = ChatRecord()
+    return record
 
 
 async def tell_failing(where: str, error: BaseException) -> None:
     """Once per chat: a disk that is full (or read-only) fails some writes and not others, so no "saved again"."""
     session = _chat_session()
-    if session is None or session.get(STATE_KEY):
+    if session is None or record_of(session).told_failing:
         return
-    session[STATE_KEY] = True
+    record_of(session).told_failing = True
     await _notice(f"⚠️ This chat could not be saved: the history database ({where}) said “{reason(error)}”. "
                   "The chat goes on; turns written while this lasts are missing from the history. Free disk space "
                   "or fix the database's permissions, and saving resumes by itself.")
 
 
-def _chat_session() -> dict | None:
-    """This chat's user session, or None outside a chat (sign-in, the history list)."""
+def _chat_session():
+    """This chat's Chainlit session, or None outside a chat (sign-in, the history list)."""
     from chainlit.context import context
-    from chainlit.user_session import user_sessions
 
     try:
-        return user_sessions.setdefault(context.session.id, {})
+        return context.session
     except Exception:  # no chat context here
         return None
 
@@ -92,18 +110,17 @@ def keep_settings(layer) -> None:
     Written in the background: a reply must not wait for it. A new chat's first message queues the thread's
     creation and the question ahead of it on the database's one writer, so many new chats asking at once would
     each wait for all of those writes before reaching the engine (docs/benchmarks.md, "History")."""
-    import chainlit as cl
     from chainlit.context import context
 
     values = dict(context.session.chat_settings or {})
-    if layer is None or not context.session.has_first_interaction or cl.user_session.get(SAVED_KEY) == values:
+    record = record_of(context.session)
+    if layer is None or not context.session.has_first_interaction or record.settings == values:
         return
-    cl.user_session.set(SAVED_KEY, values)
-    previous = cl.user_session.get(WRITE_KEY)
+    record.settings, previous = values, record.write
 
     async def write():  # after the chat's previous write: on PostgreSQL two writes may run at once, the older last
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
 
-    cl.user_session.set(WRITE_KEY, spawn(write(), WRITING))
+    record.write = spawn(write(), WRITING)

@@ -169,7 +169,7 @@ async def test_an_edited_message_reruns_from_that_point(chat):
 
 async def test_stop_aborts_the_running_request_in_the_engine(chat):
     _, fake = chat
-    app.cl.user_session.set("request_id", "req-7")
+    app.chat_state.made().request_id = "req-7"  # a reply being written
     await app.on_stop()
     assert fake.aborted == ["req-7"]
 

@@ -7,14 +7,12 @@
 - app.py, wiring.py, ui/, web/ and history/ never import vLLM: the engine (and api/, which serves vLLM's own app)
   does that, on its own schedule.
 - Background tasks outside engine/ start through `tasks.spawn`, which keeps them until they end.
-- Every key the app puts in `cl.user_session` is kept out of the stored thread (`history.layer.IN_MEMORY_ONLY`),
-  and that set names no key that is no longer used.
+- A chat's state lives in one object (ui/chat_state.py): the app keeps nothing in `cl.user_session`, whose keys
+  Chainlit stores with the thread when the chat closes.
 """
 
 import ast
 from pathlib import Path
-
-from history.layer import IN_MEMORY_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("engine", "ui", "web", "api", "history")
@@ -97,38 +95,21 @@ def test_only_the_engine_and_the_api_import_vllm():
             assert not vllm, f"{path.relative_to(ROOT)} imports {sorted(vllm)}"
 
 
-def _constants(tree: ast.Module) -> dict[str, str]:
-    return {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
-            for target in node.targets if isinstance(target, ast.Name)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
-
-
-def session_keys() -> set[str]:
-    """The keys the app's code sets in a chat's user session: `cl.user_session.set(KEY, ...)`, `session[KEY] = ...`."""
-    keys = set()
+def session_writes() -> list[str]:
+    """Where the app's code writes into Chainlit's user session: `cl.user_session.set(...)`, or `user_sessions`."""
+    found = []
     for path in project_files().values():
-        tree = ast.parse(path.read_text())
-        named = _constants(tree)
-        for node in ast.walk(tree):
-            key = None
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set" \
                     and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "user_session":
-                key = node.args[0]
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) \
-                    and isinstance(node.value, ast.Name) and node.value.id == "session":
-                key = node.slice
-            if isinstance(key, ast.Constant):
-                keys.add(key.value)
-            elif isinstance(key, ast.Name):
-                keys.add(named.get(key.id, key.id))
-    return keys
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            elif isinstance(node, ast.ImportFrom) and any(alias.name == "user_sessions" for alias in node.names):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
 
 
-def test_every_key_the_app_keeps_in_a_chats_session_stays_out_of_the_stored_thread():
-    keys = session_keys()
-    assert {"request_id", "pending", "start_task"} <= keys, "the search finds the keys it should"
-    assert keys <= IN_MEMORY_ONLY, f"stored with the thread, though only the chat needs them: {keys - IN_MEMORY_ONLY}"
-    assert IN_MEMORY_ONLY <= keys, f"IN_MEMORY_ONLY names keys nothing sets any more: {IN_MEMORY_ONLY - keys}"
+def test_a_chats_state_is_kept_in_its_chat_object_not_in_chainlits_user_session():
+    assert not session_writes(), f"kept in Chainlit's user session (stored with the thread): {session_writes()}"
 
 
 def test_background_tasks_go_through_spawn_which_keeps_them_until_they_end():

@@ -24,10 +24,20 @@ EXPORT_COMMAND, IMPORT_COMMAND = "Export", "Import"  # ui/chat_files.py
 
 @dataclass
 class ChatState:
+    """Everything one open chat holds; nothing of it is in `cl.user_session` (Chainlit stores that with the
+    thread), and what the history keeps of the chat is `history.writes.record_of(session)`."""
+
     turns: list[dict]
     prefs: sidebar.ChatPreferences
     reply: cl.Message | None = None  # the latest reply, sent again to a tab that reconnects
-    replying: bool = False  # whether that reply is still being written
+    request_id: str | None = None  # the engine's request while that reply is being written
+    waiting: dict | None = None  # a question that waits for the engine's start ("Try again" answers it)
+    start: asyncio.Task | None = None  # the engine's start as this chat shows it (ui/start_note.py)
+
+    @property
+    def replying(self) -> bool:
+        """Whether the latest reply is still being written."""
+        return self.request_id is not None
 
     def turns_before(self, message_id: str) -> list[dict]:
         """The chat so far; an edited message reruns, so everything from it on is forgotten."""
@@ -38,9 +48,9 @@ class ChatState:
         return self.turns
 
 
-def made() -> ChatState | None:
-    """This chat's state if it is already made (without making it)."""
-    making = getattr(cl.context.session, STATE_ATTR, None)
+def made(session=None) -> ChatState | None:
+    """The state of this chat (or of `session`'s) if it is already made (without making it)."""
+    making = getattr(session or cl.context.session, STATE_ATTR, None)
     return making.result() if making is not None and making.done() and not _failed(making) else None
 
 
@@ -59,9 +69,11 @@ async def current(engine, thread: dict | None = None) -> ChatState:
     return await asyncio.shield(making)  # a Stop of one waiting hook must not cancel the making for the others
 
 
-def forget(session) -> None:
-    """The next hook to ask makes this chat anew (its thread was deleted)."""
+def forget(session) -> ChatState | None:
+    """The next hook to ask makes this chat anew (its thread was deleted); returns the state it forgot."""
+    state = made(session)
     setattr(session, STATE_ATTR, None)
+    return state
 
 
 async def _make(engine, thread: dict | None) -> ChatState:
@@ -97,7 +109,7 @@ def commands() -> list[dict]:
 
 
 async def _start_engine(engine, state: ChatState) -> None:
-    if await start_note.ensure_engine(engine, keep_note=True):
+    if await start_note.ensure_engine(engine, state, keep_note=True):
         await send_sidebar(engine, state.prefs)  # the slider follows the context that now runs
 
 

@@ -36,7 +36,7 @@ def _refusal(engine, chat, action: cl.Action) -> str | None:
 async def _ready(engine, chat, action: cl.Action) -> bool:
     """Whether the action may run; the chat is told why not."""
     why = _refusal(engine, chat, action)
-    if why is None and not await start_note.ensure_engine(engine):  # asleep or failed: the start's note says
+    if why is None and not await start_note.ensure_engine(engine, chat):  # asleep or failed: the start's note says
         return False
     if why is not None:
         await cl.ErrorMessage(content=why, author="system").send()

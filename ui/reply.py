@@ -118,7 +118,7 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
         message.metadata = {"for": asked["id"]}  # which question it answers, to rebuild a reopened chat's prompt
     else:
         message, going_on.content = going_on, going_on.metadata["answer"]
-    chat.reply, chat.replying = message, True
+    chat.reply = message
     before = None if going_on is None else stored_stats(going_on)
     return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before)
 
@@ -139,8 +139,7 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
     keep_settings(layer)
     sessions.remember(layer)
     attachments.keep(layer, asked)
-    request_id = uuid.uuid4().hex
-    cl.user_session.set("request_id", request_id)
+    request_id = chat.request_id = uuid.uuid4().hex
     prompt = [{key: t[key] for key in PROMPT_KEYS if key in t} for t in [*turns, asked]]
     if going_on is not None:
         prompt.append({"role": "assistant", "content": going_on.metadata["answer"]})
@@ -165,19 +164,18 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
         await cl.ErrorMessage(content=str(error), author="system").send()
         return
     finally:
-        cl.user_session.set("request_id", None)
-        chat.replying = False
+        chat.request_id = None
         if queued is not None:
             await queued.remove()
     await reply.finish(stats)
 
 
-async def stop(engine) -> None:
-    """Stop this chat's reply: Chainlit cancels on_message itself, but not a rerun started by an edit, so the
-    request is aborted in the engine too. Chainlit's own notice goes: the reply already ends in "*Stopped.*"."""
-    request_id = cl.user_session.get("request_id")
-    if request_id:
-        await engine.abort(request_id)
+async def stop(engine, chat) -> None:
+    """Stop `chat`'s reply (None: a chat not made yet): Chainlit cancels on_message itself, but not a rerun started
+    by an edit, so the request is aborted in the engine too. Chainlit's own notice goes: the reply already ends in
+    "*Stopped.*"."""
+    if chat is not None and chat.request_id:
+        await engine.abort(chat.request_id)
     for shown in reversed(cl.chat_context.get()):
         if shown.content == CHAINLIT_STOP_NOTICE:
             await shown.remove()

@@ -140,18 +140,17 @@ def abort_when_gone(abort) -> None:
 
 def end_deleted(thread_id: str, abort_request, forget_state) -> None:
     """Live sessions on a deleted thread: their reply aborted, their tab told, their next message a new chat
-    (`forget_state(session)` drops the chat's turns)."""
+    (`forget_state(session)` drops the chat's state and returns it)."""
     from chainlit.context import init_ws_context
     from chainlit.message import Message
     from chainlit.session import ws_sessions_id
-    from chainlit.user_session import user_sessions
 
     for session in list(ws_sessions_id.values()):
         if session.thread_id != thread_id:
             continue
-        request_id = (user_sessions.get(session.id) or {}).get("request_id")
         session.thread_id, session.has_first_interaction = str(uuid.uuid4()), False
-        forget_state(session)
+        forgotten = forget_state(session)
+        request_id = forgotten and forgotten.request_id
 
         async def tell(session=session, request_id=request_id):
             init_ws_context(session)

@@ -16,15 +16,14 @@ from ui import text
 RETRY_ACTION = "retry_start"
 
 
-async def ensure_engine(engine, keep_note: bool = False, retry: bool = False) -> bool:
-    """Start the shared engine if needed, showing it in this chat; False when it could not start."""
+async def ensure_engine(engine, chat, keep_note: bool = False, retry: bool = False) -> bool:
+    """Start the shared engine if needed, showing it in `chat` (a ui.chat_state.ChatState); False when it could
+    not start."""
     if engine.ready:
         return True
-    task = cl.user_session.get("start_task")
-    if task is None or task.done():
-        task = spawn(_show_start(engine, keep_note, retry))
-        cl.user_session.set("start_task", task)
-    return await asyncio.shield(task)
+    if chat.start is None or chat.start.done():
+        chat.start = spawn(_show_start(engine, keep_note, retry))
+    return await asyncio.shield(chat.start)
 
 
 async def _show_start(engine, keep_note: bool, retry: bool) -> bool:
