@@ -17,6 +17,12 @@ from engine.reports import ProgressCallback, Stats, Status
 from engine.settings import Sampling, Settings
 
 
+# What an engine does now (`Backend.state`). While it is one of CHANGING, a reply waits for it (the chat tools
+# refuse with a reason, the API answers 503 after a while).
+STATES = ("stopped", "starting", "ready", "switching", "falling asleep", "asleep", "waking", "failed", "unreachable")
+CHANGING = frozenset({"starting", "switching", "waking"})
+
+
 @runtime_checkable
 class Backend(Protocol):
     # Read-only for everything above engine/: a backend changes them itself, as it starts, switches and sleeps.
@@ -38,6 +44,10 @@ class Backend(Protocol):
     @property
     def serves_api(self) -> bool:
         """Whether the chat server serves the OpenAI API from this engine."""
+
+    @property
+    def state(self) -> str:
+        """One of STATES; "unreachable" is a remote server's "failed"."""
 
     @property
     def starting(self) -> bool: ...

@@ -9,6 +9,7 @@ never builds a second engine on the GPU.
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import os
 import signal
@@ -69,6 +70,7 @@ class ChatEngine(SleepAndWake):
         self._idle = IdleTimer(settings.idle_minutes, self._busy, self.fall_asleep)
         self._admission = Admission(on_change=self._idle.touch)  # the chats' and the API's sequences
         self.starting = False
+        self._switching = False  # a preset switch holds the engine, from its checks to the new engine's start
         self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
     # ---- lifecycle -------------------------------------------------------------
@@ -225,7 +227,7 @@ class ChatEngine(SleepAndWake):
         self.failure = None  # a switch is a new attempt
         self._progress.add(progress)
         try:
-            async with self._lock:
+            async with self._lock, self._switch_under_way():
                 began = time.monotonic()
                 await self._progress.emit("Checking the preset", began)
                 previous = self.preset_name
@@ -247,6 +249,14 @@ class ChatEngine(SleepAndWake):
                 return True
         finally:
             self._progress.remove(progress)
+
+    @contextlib.asynccontextmanager
+    async def _switch_under_way(self):
+        self._switching = True
+        try:
+            yield
+        finally:
+            self._switching = False
 
     async def _launch_or_restore(self, name: str, previous: str) -> None:
         """Start preset `name`; when it fails, start `previous` again and say why the switch failed."""
@@ -428,13 +438,15 @@ class ChatEngine(SleepAndWake):
 
     @property
     def state(self) -> str:
+        if self._switching:
+            return "switching"
         if self.starting:
             return "waking" if self.asleep_since is not None else "starting"
         if self.ready:
             return "ready"
         if self.asleep_since is not None:
             return "falling asleep" if self._falling_asleep else "asleep"
-        return "stopped"
+        return "failed" if self.failure is not None else "stopped"
 
     @property
     def held_memory_gib(self) -> float | None:

@@ -223,7 +223,7 @@ class RemoteEngine:
     def status(self) -> Status:
         gauges = self._gauges if self.ready else {}
         return Status(
-            state="ready" if self.ready else "starting" if self.starting else "unreachable",
+            state=self.state,
             preset="remote", purpose=f"the vLLM server at {self.url}", device=self.url,
             max_model_len=self.max_model_len, needs_gib=None, memory_used_gib=None,
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
@@ -231,6 +231,10 @@ class RemoteEngine:
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
             chat_requests=self._admission.held(CHAT), api_sequences=self.api_sequences,
         )
+
+    @property
+    def state(self) -> str:
+        return "ready" if self.ready else "starting" if self.starting else "unreachable"
 
     def expect_stop_on_signals(self) -> None:
         """Nothing to mark: the server's engine is not this process's to stop."""

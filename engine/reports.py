@@ -80,7 +80,7 @@ class ReplyClock:
 
 @dataclass(frozen=True)
 class Status:
-    state: str  # "stopped", "starting", "ready", "falling asleep", "asleep", "waking" (a remote server: "unreachable")
+    state: str  # one of engine.backend.STATES
     preset: str
     purpose: str
     device: str

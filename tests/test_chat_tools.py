@@ -223,17 +223,14 @@ async def test_a_chat_exports_as_markdown_and_json_and_imports_as_a_new_chat_of_
 def test_regenerate_and_continue_are_refused_with_a_reason_while_they_cannot_run():
     from types import SimpleNamespace
 
-    from ui import chat_tools, preset_switch
+    from ui import chat_tools
 
     latest = SimpleNamespace(id="r1")
     chat = SimpleNamespace(replying=False, reply=latest, turns=[{"role": "user"}, {"role": "assistant"}])
-    engine, action = SimpleNamespace(starting=False), SimpleNamespace(forId="r1")
+    engine, action = SimpleNamespace(state="ready"), SimpleNamespace(forId="r1")
     assert chat_tools._refusal(engine, chat, action) is None
     assert chat_tools._refusal(engine, chat, SimpleNamespace(forId="older")) == chat_tools.NOT_LATEST
     assert chat_tools._refusal(engine, SimpleNamespace(**{**vars(chat), "replying": True}), action) == chat_tools.BUSY
-    preset_switch.SWITCHING.add("another chat")
-    try:
-        assert chat_tools._refusal(engine, chat, action) == chat_tools.SWITCHING
-    finally:
-        preset_switch.SWITCHING.discard("another chat")
+    for changing in ("starting", "switching", "waking"):
+        assert chat_tools._refusal(SimpleNamespace(state=changing), chat, action) == chat_tools.SWITCHING
     assert "switching its memory preset" in chat_tools.SWITCHING and "Stop" in chat_tools.BUSY

@@ -236,7 +236,7 @@ async def test_a_missing_model_says_what_to_set(tiny_model, tmp_path):
     missing = ChatEngine(load_settings(model=str(tmp_path / "nowhere"), preset="cpu"))
     with pytest.raises(ModelNotFoundError, match="CHAT_MODEL"):
         await missing.ensure_started()
-    assert not missing.ready and missing.status().state == "stopped"
+    assert not missing.ready and missing.status().state == "failed"
 
 
 async def test_each_chat_waiting_for_the_start_gets_the_progress_in_its_own_context(tiny_model, monkeypatch):
@@ -303,7 +303,7 @@ async def start_failure(model, **preset_fields):
                                        custom_preset={**TEST_PRESET, **preset_fields}))
     with pytest.raises(ChatError) as info:
         await failing.ensure_started()
-    assert not failing.ready and failing.status().state == "stopped"
+    assert not failing.ready and failing.status().state == "failed"
     assert "See root cause above" not in str(info.value)
     return info.value
 

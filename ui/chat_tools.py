@@ -11,7 +11,8 @@ request in the engine, leaving a reply that can be continued again.
 
 import chainlit as cl
 
-from ui import chat_state, preset_switch, start_note
+from engine.backend import CHANGING
+from ui import chat_state, start_note
 from ui.reply import reply_to
 
 BUSY = "A reply is still being written: wait for it to end, or press Stop, then try again."
@@ -25,7 +26,7 @@ def _refusal(engine, chat, action: cl.Action) -> str | None:
     """Why this action cannot run now, or None."""
     if chat.replying:
         return BUSY
-    if engine.starting or preset_switch.under_way():
+    if engine.state in CHANGING:
         return SWITCHING
     latest = chat.reply
     if latest is None or action.forId != latest.id or len(chat.turns) < 2 or chat.turns[-1]["role"] != "assistant":

@@ -1,7 +1,7 @@
 """A memory preset switch asked from one chat's sidebar, as every chat sees it: a progress note in that chat,
 a word to the others (the engine is theirs too) before it stops and once it runs, and the sidebar showing the
-preset that runs afterwards, also when the switch failed and the previous preset came back. While one runs,
-`under_way()` says so (ui/chat_tools.py refuses Regenerate and Continue meanwhile).
+preset that runs afterwards, also when the switch failed and the previous preset came back. While one runs, the
+engine's state is "switching" (ui/chat_tools.py refuses Regenerate and Continue meanwhile).
 """
 
 from dataclasses import replace
@@ -10,13 +10,6 @@ import chainlit as cl
 
 from engine.errors import ChatError
 from ui import broadcast, chat_state, text
-
-SWITCHING: set[str] = set()  # ids of the chats whose preset switch runs now (the engine is every chat's)
-
-
-def under_way() -> bool:
-    return bool(SWITCHING)
-
 
 def _reporter(note: cl.Message, name: str):
     async def report(progress):
@@ -34,7 +27,6 @@ async def switch_preset(engine, chat, name: str) -> None:
         await broadcast.broadcast(f"🔁 Another chat is switching the memory preset to '{name}'; replies pause until "
                                   "it is ready.")
 
-    SWITCHING.add(cl.context.session.id)
     try:
         if await engine.switch_preset(name, _reporter(note, name), before_stop=tell_others):
             await broadcast.broadcast(f"✅ The memory preset is now '{name}'.")
@@ -43,6 +35,5 @@ async def switch_preset(engine, chat, name: str) -> None:
         await note.update()
         await broadcast.broadcast(f"The preset switch failed; '{engine.preset_name}' is running.")
     finally:  # the sidebar and this chat's preference show what runs, also after a failure
-        SWITCHING.discard(cl.context.session.id)
         chat.prefs = replace(chat.prefs, preset=engine.preset_name)
         await chat_state.send_sidebar(engine, chat.prefs)
