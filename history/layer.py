@@ -15,11 +15,11 @@ from chainlit.logger import logger
 from sqlalchemy import create_engine, event, text
 
 from history.schema import database_url, prepare, reason, sqlite_pragmas, where
+from history.tables import DELETE_ATTACHMENTS
 from history.writes import tell_failing
 
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
 KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
-DELETE_ATTACHMENTS = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
 
 
 def _remember(ids: dict, thread_id: str) -> None:

@@ -35,8 +35,8 @@ TABLES = {
 UNIQUE = {"users": ["identifier"]}
 INDEXES = [("steps", "threadId"), ("threads", "userId"), ("elements", "threadId"), ("feedbacks", "forId")]
 
-# The app's own tables beside Chainlit's: passwords' hashes (web/signin.py), the thread each session last wrote to
-# (ui/sessions.py), and attachments' text (ui/attachments.py).
+# The app's own tables beside Chainlit's, read and written by history/tables.py only: passwords' hashes, the thread
+# each session last wrote to, and attachments' text.
 LOGINS_TABLE = 'CREATE TABLE IF NOT EXISTS chat_logins ("identifier" TEXT PRIMARY KEY, "hash" TEXT NOT NULL)'
 SESSIONS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_sessions ("session_id" TEXT PRIMARY KEY, "thread_id" TEXT NOT NULL, '
                   '"user_identifier" TEXT NOT NULL)')

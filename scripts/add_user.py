@@ -20,12 +20,11 @@ from sqlalchemy import text  # noqa: E402
 
 from engine.errors import SettingsError  # noqa: E402
 from engine.settings import load_settings  # noqa: E402
+from history import tables  # noqa: E402
 from history.schema import open_database, prepare, where  # noqa: E402
 from web.signin import hash_password  # noqa: E402
 
 MIN_PASSWORD = 8
-UPSERT = ('INSERT INTO chat_logins ("identifier", "hash") VALUES (:name, :hash) '
-          'ON CONFLICT ("identifier") DO UPDATE SET "hash" = EXCLUDED."hash"')
 
 
 def read_password(from_stdin: bool) -> str:
@@ -60,13 +59,13 @@ def main() -> None:
         raise SystemExit(str(error))
     url = prepare(settings)
     if args.delete:
-        removed = asyncio.run(write(url, 'DELETE FROM chat_logins WHERE "identifier" = :name', {"name": args.name}))
+        removed = asyncio.run(write(url, tables.REMOVE_LOGIN, {"name": args.name}))
         print(f"Removed {args.name!r}." if removed else f"There is no user {args.name!r}; nothing was changed.")
         return
     password = read_password(args.password_stdin)
     if len(password) < MIN_PASSWORD:
         raise SystemExit(f"The password must have at least {MIN_PASSWORD} characters; nothing was changed.")
-    asyncio.run(write(url, UPSERT, {"name": args.name, "hash": hash_password(password)}))
+    asyncio.run(write(url, tables.ADD_LOGIN, {"name": args.name, "hash": hash_password(password)}))
     print(f"{args.name!r} can sign in now ({where(settings)}).")
 
 

@@ -23,13 +23,9 @@ from pathlib import Path
 import chainlit as cl
 from chainlit.config import config
 
+from history import tables
 from tasks import spawn
 
-_UPSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thread_id", "name", "text") '
-           'VALUES (:for_id, :position, :thread, :name, :text) '
-           'ON CONFLICT ("for_id", "position") DO UPDATE SET "name" = EXCLUDED."name", "text" = EXCLUDED."text"')
-_SELECT = ('SELECT "for_id", "name", "text" FROM chat_attachments WHERE "thread_id" = :thread '
-           'ORDER BY "for_id", "position"')
 BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
 SNIFF_BYTES = 8192  # a NUL byte this early means binary data (text in UTF-16 has its byte-order mark)
 WRITES: dict[str, asyncio.Task] = {}  # message id -> the latest write of its attachments (`keep`)
@@ -156,8 +152,7 @@ def keep(layer, asked: dict) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         for position, part in enumerate(asked["attachments"]):
-            await layer.execute_sql(_UPSERT, {"for_id": asked["id"], "position": position, "thread": thread_id,
-                                              "name": part["name"], "text": part["text"]})
+            await tables.keep_attachment(layer, asked["id"], position, thread_id, part["name"], part["text"])
 
     task = WRITES[asked["id"]] = spawn(write())
     task.add_done_callback(lambda done: WRITES.pop(asked["id"]) if WRITES.get(asked["id"]) is done else None)
@@ -168,8 +163,8 @@ async def stored(thread_id: str) -> dict[str, list[dict]]:
     from chainlit.data import get_data_layer
 
     layer = get_data_layer()
-    rows = await layer.execute_sql(_SELECT, {"thread": thread_id}) if hasattr(layer, "execute_sql") else None
+    rows = await tables.attachments(layer, thread_id) if hasattr(layer, "execute_sql") else []
     found = defaultdict(list)
-    for row in rows if isinstance(rows, list) else []:
+    for row in rows:
         found[row["for_id"]].append({"name": row["name"], "text": row["text"]})
     return dict(found)

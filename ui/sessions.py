@@ -22,11 +22,9 @@ from chainlit.config import config
 from chainlit.context import context
 
 from chainlit_patches import wrap_socket_handler
+from history import tables
 from tasks import spawn
 
-_UPSERT = ('INSERT INTO chat_sessions ("session_id", "thread_id", "user_identifier") VALUES (:session, :thread, :user) '
-           'ON CONFLICT ("session_id") DO UPDATE SET "thread_id" = EXCLUDED."thread_id", '
-           '"user_identifier" = EXCLUDED."user_identifier"')
 _REMEMBERED = "ernie_chat_remembered_thread"  # on Chainlit's session object: the thread id already written
 _CONTINUED = "ernie_chat_continued_thread"  # on it too: the stored thread a tab back after a restart goes on in
 CUT_OFF_NOTICE = ("⚠️ The server that was writing this chat's last reply stopped, so that reply ends where it was "
@@ -44,11 +42,11 @@ def remember(layer) -> None:
     if getattr(session, _REMEMBERED, None) == session.thread_id:
         return
     setattr(session, _REMEMBERED, session.thread_id)
-    values = {"session": session.id, "thread": session.thread_id, "user": user.identifier}
+    values = (session.id, session.thread_id, user.identifier)
 
     async def write():
         try:
-            await layer.execute_sql(_UPSERT, values)
+            await tables.remember_session(layer, *values)
         except Exception:  # the history's own failure notice covers a failing database
             log.exception("could not note the thread of session %s", session.id)
 
@@ -85,12 +83,9 @@ async def _continue_thread(session) -> None:
     layer = get_data_layer()
     if layer is None or session.user is None:
         return
-    rows = await layer.execute_sql('SELECT "thread_id" FROM chat_sessions WHERE "session_id" = :session AND '
-                                   '"user_identifier" = :user',
-                                   {"session": session.id, "user": session.user.identifier})
-    if not isinstance(rows, list) or not rows:
+    session.thread_id_to_resume = await tables.session_thread(layer, session.id, session.user.identifier)
+    if session.thread_id_to_resume is None:
         return
-    session.thread_id_to_resume = rows[0]["thread_id"]
     thread = await resume_thread(session)  # Chainlit's own owner check; it restores the chat's settings too
     session.thread_id_to_resume = None
     if thread is not None:

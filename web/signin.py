@@ -17,6 +17,7 @@ import secrets
 import sys
 from pathlib import Path
 
+from history import tables
 from web.guard import forwarded
 
 LOCAL_USER = "local"
@@ -73,9 +74,8 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
 
     @cl.password_auth_callback
     async def check_password(username: str, password: str):
-        rows = await layer.execute_sql('SELECT "hash" FROM chat_logins WHERE "identifier" = :name',
-                                       {"name": username})
-        if rows and await asyncio.to_thread(password_matches, password, rows[0]["hash"]):
+        stored = await tables.password_hash(layer, username)
+        if stored and await asyncio.to_thread(password_matches, password, stored):
             return cl.User(identifier=username, metadata={"provider": "password"})
         return None
 
