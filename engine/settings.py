@@ -25,6 +25,11 @@ MaxTokens = Annotated[int, Field(ge=1, le=MAX_REPLY_TOKENS, description="Most ne
 SystemPrompt = Annotated[str, Field(max_length=8000, description="Instructions put before every chat.")]
 
 
+# The sampler options a chat chooses (its sidebar; its export and import keep them): a new one is added to Sampling
+# and here, and gets a widget in ui/sidebar.py.
+CHAT_SAMPLING = ("temperature", "top_p", "max_tokens")
+
+
 class Sampling(BaseModel):
     """How one reply is sampled. Unknown keys are refused, so a client cannot smuggle engine options."""
 

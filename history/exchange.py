@@ -10,13 +10,13 @@ import json
 from dataclasses import dataclass, field
 
 from engine.chat import as_text
+from engine.settings import CHAT_SAMPLING
 
 FORMAT = "ernie-chat/1"  # the app's own export; any {"messages": [...]} or bare list of messages imports too
 MAX_MESSAGES = 1000  # more turns than a context holds many times over; each is a row written to the history
 CHARS_PER_TOKEN = 4  # a message this many times the context in characters surely does not fit it
 MODEL_CONTEXT = 131072  # ERNIE-4.5-0.3B's own, when no engine runs yet to say its preset's
 ROLES = ("system", "user", "assistant")
-SETTING_KEYS = ("temperature", "top_p", "max_tokens")
 
 
 class ImportRefused(ValueError):
@@ -63,7 +63,7 @@ def parse(data: bytes, max_model_len: int) -> Imported:
                             "split it into several files, or keep its latest messages")
     imported = Imported([], title=str(found.get("title") or "")[:200] if isinstance(found, dict) else "")
     if isinstance(found, dict) and isinstance(found.get("sampling"), dict):
-        imported.settings = {k: v for k, v in found["sampling"].items() if k in SETTING_KEYS}
+        imported.settings = {k: v for k, v in found["sampling"].items() if k in CHAT_SAMPLING}
     for number, message in enumerate(messages, 1):
         role, content = _checked(number, message, max_model_len)
         if role == "system":

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 import chainlit as cl
 from chainlit.config import config
 
+from engine.settings import CHAT_SAMPLING
 from history import exchange
 from history.writes import transient
 from ui import chat_state
@@ -46,7 +47,7 @@ async def export(engine, layer) -> None:
                                       "export it.", author="system").send()
         return
     prefs, title = chat.prefs, _title(chat.turns)
-    sampling = prefs.sampling.model_dump(include={"temperature", "top_p", "max_tokens", "seed"})
+    sampling = prefs.sampling.model_dump(include={*CHAT_SAMPLING, "seed"})
     args = (chat.turns, engine.settings.model, engine.preset_name, sampling, prefs.system_prompt, title)
     stem = re.sub(r"[^\w-]+", "-", title).strip("-")[:40] or "chat"
     files = [cl.File(name=f"{stem}.md", content=exchange.as_markdown(*args).encode(), mime="text/markdown",

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from engine import presets
 from engine.presets import BUILT_IN
-from engine.settings import MAX_REPLY_TOKENS, Sampling, Settings, describe
+from engine.settings import CHAT_SAMPLING, MAX_REPLY_TOKENS, Sampling, Settings, describe
 
 PRESET_LABELS = {"auto": "auto: the largest that fits this device"} | {
     name: f"{name}: {preset.purpose}" for name, preset in BUILT_IN.items()}
@@ -83,7 +83,7 @@ def resumed(values: dict, settings: Settings, running: str) -> ChatPreferences:
 def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPreferences:
     """New preferences from the sidebar's values; raises ValueError with a readable message."""
     try:
-        sampling = Sampling(**{key: values[key] for key in ("temperature", "top_p", "max_tokens") if key in values}
+        sampling = Sampling(**{key: values[key] for key in CHAT_SAMPLING if key in values}
                             | _kept(previous.sampling, values))
     except ValidationError as error:
         raise ValueError(describe(error, prefix=None)) from None
@@ -100,4 +100,4 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
 
 def _kept(sampling: Sampling, values: dict) -> dict:
     return {k: v for k, v in sampling.model_dump().items()
-            if k not in values and k in ("temperature", "top_p", "max_tokens")}
+            if k not in values and k in CHAT_SAMPLING}
