@@ -1,6 +1,6 @@
 """The door in front of the OpenAI-compatible API: the key, the body's size, the sequences asked, the engine's state.
 
-vLLM's app (api/openai_app.py) answers the protocol once a request is let through. This gate
+vLLM's app (`engine.openai_app()`, engine/openai_app.py) answers the protocol once a request is let through. This gate
 decides first, so that a missing key is a 401, an oversized body a 413, a request for more
 sequences than the engine has slots a 400, and an engine that is starting, switching presets or
 restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
@@ -17,17 +17,16 @@ import json
 import logging
 from dataclasses import dataclass
 
-from api.openai_app import build_openai_app
 from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
+from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, request_models
 from runtime import RUNTIME
 from web.asgi import read_body, replay
 
 log = logging.getLogger("engine")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # far above the longest prompt a preset's context holds
 RETRY_AFTER_S = 10
-CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
 
 
 @dataclass(frozen=True)
@@ -57,9 +56,6 @@ class Cost:
 class ApiGate:
     def __init__(self, engine):
         self.engine = engine
-        self._app = None
-        self._app_client = None  # the engine instance `_app` was built for
-        self._building = asyncio.Lock()
         self._models: dict | None = None  # vLLM's request models by path, imported on first use
 
     async def __call__(self, scope, receive, send) -> None:
@@ -73,7 +69,7 @@ class ApiGate:
             cost = await self._cost(scope, body)
             problem = cost and cost.too_many(await self._slots())
             if not problem:
-                app = await asyncio.wait_for(self._served_app(), self.engine.settings.api_wait_s)
+                app = await asyncio.wait_for(self.engine.openai_app(), self.engine.settings.api_wait_s)
                 problem = cost and cost.too_many(self.engine.preset.max_num_seqs)  # the preset that did start
         except (TimeoutError, asyncio.TimeoutError):
             return await _error(send, 503, "The model engine is starting or switching presets; try again in a few "
@@ -96,27 +92,13 @@ class ApiGate:
         if path not in (CHAT_PATH, COMPLETIONS_PATH) or not body:
             return None
         if self._models is None:  # importing vLLM takes seconds: not on the event loop
-            self._models = await asyncio.to_thread(_request_models)
+            self._models = await asyncio.to_thread(request_models)
         return request_cost(self._models[path], body)
 
     async def _slots(self) -> int | None:
         """The sequence slots of the running preset, or of the one the next start will pick (None: it will fail)."""
         preset = self.engine.preset or await asyncio.to_thread(planned_preset, self.engine)
         return preset.max_num_seqs if preset else None
-
-    async def _served_app(self):
-        """vLLM's app for the running engine, starting the engine first when it does not run."""
-        await self.engine.ensure_started()
-        async with self._building:
-            client = self.engine.client
-            if client is None:  # it stopped again meanwhile (a switch): wait for the next one
-                await self.engine.ensure_started()
-                client = self.engine.client
-            if self._app_client is not client:
-                self._app = await build_openai_app(client, self.engine.settings.model, self.engine.stop_ids)
-                self._app_client = client
-                log.info("OpenAI-compatible API ready at /v1 for %s", self.engine.settings.model)
-            return self._app
 
 
 def request_cost(model, body: bytes) -> Cost | None:
@@ -143,14 +125,6 @@ def _prompts(prompt) -> int:
     if isinstance(prompt, (str, bytes)) or (prompt and all(isinstance(t, int) for t in prompt)):
         return 1
     return len(prompt)
-
-
-def _request_models() -> dict:
-    """vLLM's own models of the two generating requests (where vLLM 0.16 and later keep them), by path."""
-    with build.IMPORTS:
-        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
-        from vllm.entrypoints.openai.completion.protocol import CompletionRequest
-    return {CHAT_PATH: ChatCompletionRequest, COMPLETIONS_PATH: CompletionRequest}
 
 
 def planned_preset(engine) -> presets.Preset | None:

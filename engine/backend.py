@@ -103,6 +103,9 @@ class Backend(Protocol):
     def status(self) -> Status:
         """What runs where, and how busy it is; never starts anything."""
 
+    async def openai_app(self):
+        """vLLM's OpenAI app (an ASGI app) over this engine, started first, where `serves_api`; else None."""
+
     def preload(self) -> None:
         """Prepare what the first start needs (imports); runs in a thread at server start."""
 

@@ -58,6 +58,8 @@ class ChatEngine(SleepAndWake):
         self.closing = False  # the process is ending (Ctrl-C, SIGTERM): a dead engine is not restarted
         self._tokenizer = None
         self._stop_ids: list[int] = []
+        self._openai: tuple = (None, None)  # the engine client vLLM's OpenAI app was built over, and that app
+        self._openai_building = asyncio.Lock()
         self._engine_pids: set[int] = set()
         self._building_beside: set[int] | None = None  # while vLLM is built: the processes that were there before
         self._gpu_baseline: int | None = None
@@ -100,6 +102,22 @@ class ChatEngine(SleepAndWake):
     @property
     def stop_ids(self) -> list[int]:
         return list(self._stop_ids)
+
+    async def openai_app(self):
+        """vLLM's OpenAI app over the running engine (started first): its replies end at the chat's stop tokens
+        and sample top p as the chat's do (engine/openai_app.py). One per engine instance."""
+        from engine.openai_app import build_openai_app
+
+        await self.ensure_started()
+        async with self._openai_building:
+            llm = self.client
+            if llm is None:  # it stopped again meanwhile (a switch): wait for the next one
+                await self.ensure_started()
+                llm = self.client
+            if self._openai[0] is not llm:
+                self._openai = (llm, await build_openai_app(llm, self.settings.model, self._stop_ids))
+                log.info("OpenAI-compatible API ready at /v1 for %s", self.settings.model)
+            return self._openai[1]
 
     async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
         """Start the engine unless it runs; concurrent callers share one start.

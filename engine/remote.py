@@ -232,6 +232,10 @@ class RemoteEngine:
             chat_requests=self._admission.held(CHAT), api_sequences=self.api_sequences,
         )
 
+    async def openai_app(self):
+        """None: the remote server serves its own API (`serves_api` is False)."""
+        return None
+
     @property
     def state(self) -> str:
         return "ready" if self.ready else "starting" if self.starting else "unreachable"

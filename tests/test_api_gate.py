@@ -8,7 +8,8 @@ import pytest
 
 from engine.admission import API, CHAT
 from engine import presets
-from api.gate import COMPLETIONS_PATH, ApiGate, Cost, _request_models, planned_preset, request_cost
+from api.gate import COMPLETIONS_PATH, ApiGate, Cost, planned_preset, request_cost
+from engine.openai_app import request_models
 from engine.engine import ChatEngine
 from engine.settings import load_settings
 from harness.presets import TEST_PRESET
@@ -18,7 +19,7 @@ MESSAGES = [{"role": "user", "content": "Hi"}]
 
 @pytest.fixture(scope="module")
 def models():
-    return _request_models()
+    return request_models()
 
 
 def cost(models, path: str, **body) -> Cost | None:

@@ -205,7 +205,7 @@ async def test_api_requests_sample_as_before_with_top_p_by_the_processor(engine,
 
     await texts(max_tokens=1)
     # the model's own default, as vLLM's serving applies it from generation_config.json (ERNIE's: 0.8)
-    gate._app.state.openai_serving_chat.default_sampling_params["top_p"] = 0.8
+    (await engine.openai_app()).state.openai_serving_chat.default_sampling_params["top_p"] = 0.8
     del handed[:]
     requests = [dict(seed=5, temperature=0.8, top_p=0.8), dict(seed=5, temperature=0.8),
                 dict(seed=6, temperature=0.8, top_p=0.8, n=2), dict(seed=5, temperature=0.8, top_p=1.0),

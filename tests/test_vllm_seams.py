@@ -148,7 +148,7 @@ def test_the_api_is_built_as_vllms_own_server_builds_it():
     from vllm.entrypoints.openai.completion.protocol import CompletionRequest  # noqa: F401 (api/gate.py)
     from vllm.entrypoints.openai.completion.serving import OpenAIServingCompletion
 
-    from api import openai_app
+    from engine import openai_app
 
     assert "build_app(args, supported_tasks, model_config)" in source(entry)
     assert "init_app_state(engine_client, app.state, args, supported_tasks)" in source(entry)

@@ -11,7 +11,7 @@ import sys
 from starlette.routing import BaseRoute, Match, NoMatchFound
 
 from api.gate import metrics_app, shared_gate
-from api.openai_app import SERVED_PATHS
+from engine.openai_app import SERVED_PATHS
 from web.listen import chosen_port, is_loopback
 
 METRICS_PATH = "/metrics"

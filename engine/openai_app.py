@@ -1,13 +1,16 @@
-"""vLLM's own OpenAI server app (`/v1/models`, `/v1/chat/completions`, `/v1/completions`) over our engine.
+"""vLLM's own OpenAI server app (`/v1/models`, `/v1/chat/completions`, `/v1/completions`) over our engine, and
+vLLM's models of the requests it takes.
 
 The protocol is vLLM's: request validation, the chat template, streaming, `usage`, error JSON. This
 module only gives it its arguments and the engine's `AsyncLLM`, and makes its replies stop where the
-chat's do. One app is built per engine instance (a preset switch builds a new engine, so a new app).
+chat's do and sample as the chat's do (the top p hand-over). `ChatEngine.openai_app` builds one per engine
+instance (a preset switch builds a new engine, so a new app); api/gate.py is the door in front of it.
 """
 
-from engine import top_p
+from engine import build, top_p
 
-SERVED_PATHS = frozenset({"/v1/models", "/v1/chat/completions", "/v1/completions"})
+CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
+SERVED_PATHS = frozenset({"/v1/models", CHAT_PATH, COMPLETIONS_PATH})
 
 
 def _arg_parser():
@@ -39,3 +42,11 @@ async def build_openai_app(llm, model: str, stop_ids: list[int]):
             serving.default_sampling_params["stop_token_ids"] = list(stop_ids)
             serving.engine_client = top_p.hand_over_client(llm)  # top p by the engine's processor (engine/top_p.py)
     return app
+
+
+def request_models() -> dict:
+    """vLLM's own models of the two generating requests (where vLLM 0.16 and later keep them), by path."""
+    with build.IMPORTS:
+        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+        from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+    return {CHAT_PATH: ChatCompletionRequest, COMPLETIONS_PATH: CompletionRequest}
