@@ -1,4 +1,5 @@
-"""Where this app changes Chainlit (2.12.0) from the outside, each change in one place, with why.
+"""Where this app changes Chainlit (2.12.0) from the outside, and the internals of Chainlit's that ui/ uses, each
+in one place, with why.
 
 - **Engine modules pinned across `-w` reloads** (`restore_engine_modules`, `pin_engine_modules`): `chainlit run -w`
   drops every project module from `sys.modules` and runs app.py again on each save. The engine keeps running
@@ -17,6 +18,14 @@
   to sleep) is noticed later.
 - **Socket handlers wrapped** (`wrap_socket_handler`): ui/reconnect.py and ui/sessions.py run code after
   Chainlit's own `connection_successful` and `connect`.
+- **Each process its own upload folder** (`own_upload_folder`): a stopping Chainlit server deletes its whole
+  files folder (`FILES_DIRECTORY`, read by `chainlit.config` for the sessions and by `chainlit.server` for the
+  shutdown), which took the uploads of every other server run from the same folder.
+- **The chats' sessions** (`live_sessions`, `session_of_socket`, `enter`, `resume`): Chainlit has no public way
+  to reach another chat (a broadcast, a deleted chat's tabs), find the session of a socket event, or reopen a
+  stored thread for a session (its `resume_thread`, with its owner check); these name its registry and functions.
+- **Chainlit's Stop notice** (`STOP_NOTICE`): the message its Stop handler posts, which the app replaces by
+  ending the reply in "*Stopped.*" (ui/reply.py).
 
 Nothing here imports the engine or ui/: it must be importable before app.py has put the engine modules back.
 tests/test_chainlit_patches.py fails when a Chainlit upgrade changes what these patches rely on.
@@ -82,3 +91,43 @@ def wrap_socket_handler(event: str, wrap) -> None:
     wrapped = wrap(original)
     wrapped.chainlit_handler = original
     handlers[event] = wrapped
+
+
+STOP_NOTICE = "Task manually stopped."  # chainlit.socket's stop handler posts it
+
+
+def own_upload_folder(folder) -> None:
+    """Chainlit keeps this process's uploads in `folder` (the sessions' and the shutdown's copy of the path)."""
+    import chainlit.config
+    import chainlit.server
+
+    chainlit.config.FILES_DIRECTORY = chainlit.server.FILES_DIRECTORY = folder
+
+
+def live_sessions() -> list:
+    """Every chat's Chainlit session that has a socket now (its WebsocketSession)."""
+    from chainlit.session import ws_sessions_id
+
+    return list(ws_sessions_id.values())
+
+
+def session_of_socket(sid: str):
+    """The session of a socket event's `sid`, or None."""
+    from chainlit.session import WebsocketSession
+
+    return WebsocketSession.get(sid)
+
+
+def enter(session) -> None:
+    """This task's Chainlit context is `session`'s from now on (what it sends goes to that chat)."""
+    from chainlit.context import init_ws_context
+
+    init_ws_context(session)
+
+
+async def resume(session) -> dict | None:
+    """The stored thread `session.thread_id_to_resume`, if the session's user owns it (Chainlit's own check); it
+    also restores the chat's settings into the session."""
+    from chainlit.socket import resume_thread
+
+    return await resume_thread(session)

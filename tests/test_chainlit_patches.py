@@ -100,3 +100,56 @@ def test_a_watch_reload_drops_the_apps_modules_and_the_pinned_engine_modules_com
     monkeypatch.delitem(sys.modules, "engine.errors")
     chainlit_patches.restore_engine_modules()
     assert sys.modules["engine.errors"] is engine.errors, "the first-loaded module is back, not a fresh copy"
+
+
+async def test_the_chats_sessions_are_reached_through_chainlits_registry_which_has_no_public_door():
+    import chainlit
+    from chainlit.context import context
+    from chainlit.session import WebsocketSession
+
+    def emit(*args):
+        return None
+
+    session = WebsocketSession(id="a-chat", socket_id="its-socket", emit=emit, emit_call=emit, user_env={},
+                               client_type="webapp")
+    try:
+        assert session in chainlit_patches.live_sessions(), "Chainlit's registry of live sessions moved"
+        assert chainlit_patches.session_of_socket("its-socket") is session
+        chainlit_patches.enter(session)
+        assert context.session is session, "init_ws_context no longer points this task at the session"
+    finally:
+        await session.delete()
+    assert session not in chainlit_patches.live_sessions() and chainlit_patches.session_of_socket("its-socket") is None
+    assert [name for name in chainlit.__all__ if "session" in name.lower()] == ["user_session"], (
+        "Chainlit exports a new session API: live_sessions, session_of_socket and enter may use it now")
+
+
+def test_resume_is_chainlits_own_resume_thread_with_its_owner_check():
+    import chainlit.socket
+
+    resume_thread = chainlit.socket.resume_thread
+    assert inspect.iscoroutinefunction(resume_thread) and list(inspect.signature(resume_thread).parameters) == [
+        "session"], "Chainlit's resume_thread changed: check chainlit_patches.resume"
+    assert "author" in inspect.getsource(resume_thread).lower(), "resume_thread no longer checks the thread's owner"
+
+
+def test_chainlits_stop_handler_still_posts_the_notice_the_app_takes_back():
+    import chainlit.socket
+
+    assert f'"{chainlit_patches.STOP_NOTICE}"' in inspect.getsource(chainlit.socket), (
+        "Chainlit's Stop no longer posts its notice: ui/reply.stop need not remove it")
+
+
+def test_a_stopping_server_deletes_its_files_folder_and_the_patch_gives_each_process_its_own(monkeypatch, tmp_path):
+    import chainlit.config
+    import chainlit.server
+
+    assert "rmtree(FILES_DIRECTORY)" in inspect.getsource(chainlit.server), (
+        "a stopping Chainlit server no longer deletes its files folder: own_upload_folder may be unneeded")
+    monkeypatch.setattr(chainlit.config, "FILES_DIRECTORY", chainlit.config.FILES_DIRECTORY)
+    monkeypatch.setattr(chainlit.server, "FILES_DIRECTORY", chainlit.server.FILES_DIRECTORY)
+    chainlit_patches.own_upload_folder(tmp_path)
+    from chainlit.session import HTTPSession
+
+    assert HTTPSession(id="s", client_type="webapp").files_dir == tmp_path / "s", "the sessions' uploads go there"
+    assert chainlit.server.FILES_DIRECTORY == tmp_path, "and the shutdown deletes only that folder"

@@ -7,6 +7,9 @@
 - app.py, wiring.py, ui/, web/ and history/ never import vLLM: the engine (and api/, which serves vLLM's own app)
   does that, on its own schedule.
 - Background tasks outside engine/ start through `tasks.spawn`, which keeps them until they end.
+- Chainlit's internals (its session registry, socket handlers, server module) are reached through
+  chainlit_patches.py only, where tests/test_chainlit_patches.py checks each against the Chainlit installed;
+  web/ (routes and middleware) and history/layer.py (the data layer it extends) are the other two doors.
 - A chat's state lives in one object (ui/chat_state.py): the app keeps nothing in `cl.user_session`, whose keys
   Chainlit stores with the thread when the chat closes.
 """
@@ -93,6 +96,19 @@ def test_only_the_engine_and_the_api_import_vllm():
         if name.split(".")[0] in WITHOUT_VLLM:
             vllm = {module for module in imported(path) if module.split(".")[0] == "vllm"}
             assert not vllm, f"{path.relative_to(ROOT)} imports {sorted(vllm)}"
+
+
+CHAINLIT_INTERNALS = ("chainlit.session", "chainlit.socket", "chainlit.server", "chainlit.user_session",
+                      "chainlit.context.init_ws_context", "chainlit.context.init_http_context")
+INTERNALS_DOORS = ("chainlit_patches", "web.", "history.layer")
+
+
+def test_chainlits_internals_are_reached_through_their_doors_only():
+    for name, path in project_files().items():
+        if name.startswith(INTERNALS_DOORS) or name == "chainlit_patches":
+            continue
+        inside = sorted(module for module in imported(path) if module.startswith(CHAINLIT_INTERNALS))
+        assert not inside, f"{path.relative_to(ROOT)} reaches into Chainlit ({inside}): use chainlit_patches.py"
 
 
 def session_writes() -> list[str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import chainlit as cl
 from chainlit.config import config
 
+import chainlit_patches
 from history import tables
 from tasks import spawn
 
@@ -40,11 +41,10 @@ def own_upload_folder() -> None:
     folder, which took the uploads of every other server run from the same folder (several app processes, the
     tests' servers) and failed their next upload."""
     import chainlit.config
-    import chainlit.server
 
     own = Path(chainlit.config.APP_ROOT) / ".files" / str(os.getpid())
     own.mkdir(parents=True, exist_ok=True)
-    chainlit.config.FILES_DIRECTORY = chainlit.server.FILES_DIRECTORY = own  # the sessions' and the shutdown's
+    chainlit_patches.own_upload_folder(own)
 
 
 def accepted() -> str:

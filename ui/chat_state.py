@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import chainlit as cl
 
+from chainlit_patches import resume
 from history.turns import turns_from
 from tasks import spawn
 from ui import attachments, reply, sessions, sidebar, start_note, text
@@ -79,9 +80,7 @@ def forget(session) -> ChatState | None:
 async def _make(engine, thread: dict | None) -> ChatState:
     session, continued = cl.context.session, None
     if thread is None and session.thread_id_to_resume:  # a message came before Chainlit reopened the chat
-        from chainlit.socket import resume_thread
-
-        thread = await resume_thread(session)
+        thread = await resume(session)
     elif thread is None:  # a tab back after a restart goes on in its own thread
         thread = continued = sessions.continued_thread(session)
     if thread is not None:

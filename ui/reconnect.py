@@ -5,10 +5,9 @@ Connections are also kept through long quiet spells (chainlit_patches.tolerate_q
 the drops that happen anyway: a network blip, a proxy's idle reset.
 """
 
-from chainlit.context import context, init_ws_context
-from chainlit.session import WebsocketSession
+from chainlit.context import context
 
-from chainlit_patches import wrap_socket_handler
+from chainlit_patches import enter, session_of_socket, wrap_socket_handler
 from ui import chat_state
 
 
@@ -21,10 +20,10 @@ def resend_replies_on_reconnect() -> None:
 def _resending(original):
     async def connection_successful(sid):
         await original(sid)
-        session = WebsocketSession.get(sid)
+        session = session_of_socket(sid)
         if session is None or not session.restored:
             return
-        init_ws_context(session)
+        enter(session)
         chat = chat_state.made()
         if chat is not None and chat.reply is not None:
             await context.emitter.send_step(chat.reply.to_dict())

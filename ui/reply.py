@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import chainlit as cl
 
+from chainlit_patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, transient
@@ -24,7 +25,6 @@ from ui import attachments, sessions, text
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
 PROMPT_KEYS = ("role", "content", "attachments")  # what of a turn the engine is given (not its message id)
-CHAINLIT_STOP_NOTICE = "Task manually stopped."
 BUSY_NOTICE = "⏳ Every slot of the engine is busy; your reply starts as soon as one frees up."
 CONTINUE_ACTION, REGENERATE_ACTION = "continue_reply", "regenerate_reply"
 CONTINUABLE = ("abort", "length")  # a reply that ended so can go on (a failure midway is "abort" too)
@@ -177,7 +177,7 @@ async def stop(engine, chat) -> None:
     if chat is not None and chat.request_id:
         await engine.abort(chat.request_id)
     for shown in reversed(cl.chat_context.get()):
-        if shown.content == CHAINLIT_STOP_NOTICE:
+        if shown.content == STOP_NOTICE:
             await shown.remove()
             break
 

@@ -21,7 +21,7 @@ import uuid
 from chainlit.config import config
 from chainlit.context import context
 
-from chainlit_patches import wrap_socket_handler
+from chainlit_patches import enter, live_sessions, resume, session_of_socket, wrap_socket_handler
 from history import tables
 from tasks import spawn
 
@@ -61,11 +61,9 @@ def continue_threads_after_restarts() -> None:
 
 
 def _continuing(original):
-    from chainlit.session import WebsocketSession
-
     async def connect(sid, environ, auth):
         accepted = await original(sid, environ, auth)
-        session = WebsocketSession.get(sid)
+        session = session_of_socket(sid)
         if accepted and session is not None and not session.restored and not (auth or {}).get("threadId"):
             try:
                 await _continue_thread(session)
@@ -78,7 +76,6 @@ def _continuing(original):
 
 async def _continue_thread(session) -> None:
     from chainlit.data import get_data_layer
-    from chainlit.socket import resume_thread
 
     layer = get_data_layer()
     if layer is None or session.user is None:
@@ -86,7 +83,7 @@ async def _continue_thread(session) -> None:
     session.thread_id_to_resume = await tables.session_thread(layer, session.id, session.user.identifier)
     if session.thread_id_to_resume is None:
         return
-    thread = await resume_thread(session)  # Chainlit's own owner check; it restores the chat's settings too
+    thread = await resume(session)  # Chainlit's own owner check; it restores the chat's settings too
     session.thread_id_to_resume = None
     if thread is not None:
         session.thread_id, session.has_first_interaction = thread["id"], True
@@ -136,11 +133,9 @@ def abort_when_gone(abort) -> None:
 def end_deleted(thread_id: str, abort_request, forget_state) -> None:
     """Live sessions on a deleted thread: their reply aborted, their tab told, their next message a new chat
     (`forget_state(session)` drops the chat's state and returns it)."""
-    from chainlit.context import init_ws_context
     from chainlit.message import Message
-    from chainlit.session import ws_sessions_id
 
-    for session in list(ws_sessions_id.values()):
+    for session in live_sessions():
         if session.thread_id != thread_id:
             continue
         session.thread_id, session.has_first_interaction = str(uuid.uuid4()), False
@@ -148,7 +143,7 @@ def end_deleted(thread_id: str, abort_request, forget_state) -> None:
         request_id = forgotten and forgotten.request_id
 
         async def tell(session=session, request_id=request_id):
-            init_ws_context(session)
+            enter(session)
             notice = Message(content=DELETED_NOTICE, author="system")
             notice.persisted = True  # the chat it belongs to is gone
             await notice.send()
