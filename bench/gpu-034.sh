@@ -9,23 +9,22 @@
 #   layer34   `bench.peers --target gpu --sharpen 6 --only "this app: engine layer"` on 0.34: does a 0.34 engine
 #             start and stream through the app's engine layer (4gb preset), one / 8 / 32 chats
 #   layer26   the same on 0.26
-#   options34 `bench.engine_options --sharpen 6` on 0.34: its CUDA graph modes, interactivity, async scheduling
 #   chat34    `bench.peers ... --only "this app: chat"` on 0.34 (a real `chainlit run` server, socket.io clients)
 #   chat26    the same on 0.26
 #   startup34 `bench.startup --runs 2` on 0.34 (launch -> first token through a real server; warm by then)
 #   idle34    `bench.idle --presets 4gb --cycles 5 --take`, then `bench.orphans --preset 4gb --tries 2 --moments
 #             build`, on 0.34
-#   step34    `bench.step_time --configs bf16,interactivity` on 0.34: the decode step's host work against its kernels
-#   alt34     `bench.engine_options --only preset,interactivity --repeat 2`: the two alternated, each in new processes
 #   peers34   `bench.peers --only "this app: engine layer;this app: chat;llama.cpp bf16"` on 0.34 with llama.cpp's
 #             CUDA build (sources in /tmp/stash/llama-src.tar.gz; built on cores 8-15 from the first step on, the
 #             steps run on cores 0-7)
 #   profile34 `bench.startup --runs 2 --profile` on 0.34: py-spy on the server and its engine through the start
+# Dec 4's run also had options34, step34 and alt34 (`bench.engine_options`, `bench.step_time`, one-off
+# experiments): they run from a checkout of commit 75a5bb3, whose bench/gpu-034.sh has those steps.
 # Results: /tmp/bench-034/<step>/, progress in /tmp/bench-034/progress.log.
 set -u
 results=/tmp/bench-034
 model=models/ernie-0.3b-random
-all="layer34 layer26 options34 chat34 chat26 startup34 idle34"
+all="layer34 layer26 chat34 chat26 startup34 idle34"
 running() { pgrep -f "gpu-034.sh steps" > /dev/null; }
 case "${1:-}" in
   start)
@@ -61,25 +60,10 @@ case "${1:-}" in
       case $step in
         layer34|layer26) peers $step "this app: engine layer" ;;
         chat34|chat26) peers $step "this app: chat" ;;
-        options34)
-          mkdir -p $results/$step; log "$step: start"
-          python3 -m bench.engine_options --model $model --sharpen 6 --timeout 240 --out $results/$step \
-            > $results/$step/stdout.log 2>&1
-          log "$step: exit $?" ;;
         startup34)
           mkdir -p $results/$step; log "$step: start"
           PATH=/tmp/site/bin:$PATH python3 -m bench.startup --model $model --runs 2 --out $results/$step \
             > $results/$step/stdout.log 2>&1
-          log "$step: exit $?" ;;
-        step34)
-          mkdir -p $results/$step; log "$step: start"
-          python3 -m bench.step_time --model $model --configs bf16,interactivity --out $results/$step \
-            > $results/$step/stdout.log 2>&1
-          log "$step: exit $?" ;;
-        alt34)
-          mkdir -p $results/$step; log "$step: start"
-          python3 -m bench.engine_options --model $model --sharpen 6 --timeout 240 --only preset,interactivity \
-            --repeat 2 --out $results/$step > $results/$step/stdout.log 2>&1
           log "$step: exit $?" ;;
         peers34)
           mkdir -p $results/$step

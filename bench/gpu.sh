@@ -12,7 +12,8 @@
 #                               # then `bench.orphans` (the app ended during its GPU engine's build)
 #   bash bench/gpu.sh alone     # as a user's install has it (FlashInfer, bytecode, setup.sh's `engine.machine_cache`):
 #                               # `bench.startup` on the fresh machine and warm, the peers with llama.cpp (on
-#                               # weights sharpened as a trained model's), then `bench.step_time`
+#                               # weights sharpened as a trained model's); Dec 3's run then took `bench.step_time`,
+#                               # which runs from a checkout of commit 75a5bb3 (docs/benchmarks.md)
 #   bash bench/gpu.sh fresh     # as `alone` installs, on a fresh machine: setup.sh's `engine.machine_cache`, then
 #                               # `bench.startup` twice (the first start, a second), in the foreground
 #   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
@@ -21,7 +22,7 @@
 set -u
 results=/tmp/bench-results
 model=models/ernie-0.3b-random
-running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote|idle|orphans|step_time)|bench/app_path.sh|llama_cpp.sh|gpu-alone" > /dev/null; }
+running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote|idle|orphans)|bench/app_path.sh|llama_cpp.sh|gpu-alone" > /dev/null; }
 install_wheels() {  # the app's packages the bundles lack (bench/gpu-wheels.sh), when carried to /tmp/stash/wheels
   ls /tmp/stash/wheels/*.whl > /dev/null 2>&1 || return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
@@ -104,7 +105,6 @@ time pin 0-7 python3 -m engine.machine_cache
 pin 0-7 python3 -m bench.startup --model $model --runs 2 --profile --out $results
 LLAMA_CUDA=1 pin 0-7 python3 -m bench.peers --target gpu --model $model --sharpen 6 --out $results \
   --only "this app: chat,this app: engine layer,this app: engine layer without FlashInfer,llama.cpp bf16,llama.cpp Q8_0"
-pin 0-7 python3 -m bench.step_time --model $model --out $results
 ALONE
     PATH=/tmp/site/bin:$PATH setsid nohup bash /tmp/gpu-alone.sh > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
