@@ -37,8 +37,10 @@ class RemoteEngine:
     serves_api = False  # the server answers the OpenAI API itself
     asleep_since = None  # the server owns its memory: it never sleeps on this app's behalf
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, transport: httpx.MockTransport | None = None):
+        """`transport`: where its HTTP requests go instead of the network (a fast test's vLLM server)."""
         self.settings = settings
+        self._transport = transport
         self.url = settings.engine_url.rstrip("/")
         self.root = self.url.removesuffix("/v1")
         self.preset_name, self.preset = "remote", None
@@ -96,7 +98,8 @@ class RemoteEngine:
 
     async def _read_models(self) -> None:
         try:
-            async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_S, headers=self._headers) as http:
+            async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_S, headers=self._headers,
+                                         transport=self._transport) as http:
                 response = await http.get(f"{self.url}/models")
                 response.raise_for_status()
             card = response.json()["data"][0]
@@ -107,7 +110,8 @@ class RemoteEngine:
 
     async def _keep_watching(self) -> None:
         """Read the server's gauges while it answers; while it does not, try it again (no user waits for this)."""
-        async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_S, headers=self._headers) as http:
+        async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_S, headers=self._headers,
+                                     transport=self._transport) as http:
             while not self._closed:
                 try:
                     if not self._up:
@@ -184,7 +188,7 @@ class RemoteEngine:
         reply is sent on a connection the server is just closing (it would fail with a ReadError)."""
         if self._client is None:
             limits = httpx.Limits(max_connections=None, keepalive_expiry=KEEPALIVE_S)
-            self._client = httpx.AsyncClient(headers=self._headers, limits=limits,
+            self._client = httpx.AsyncClient(headers=self._headers, limits=limits, transport=self._transport,
                                              timeout=httpx.Timeout(CONNECT_TIMEOUT_S, read=None))
         return self._client
 
@@ -194,8 +198,9 @@ class RemoteEngine:
             body = {"model": self.model, "messages": _with_system(system, turns),
                     **(CONTINUE if continue_reply else {"add_generation_prompt": True})}
             try:
-                response = httpx.post(f"{self.root}/tokenize", json=body, headers=self._headers,
-                                      timeout=CONNECT_TIMEOUT_S)
+                with httpx.Client(headers=self._headers, timeout=CONNECT_TIMEOUT_S,
+                                  transport=self._transport) as http:  # a mock transport serves both
+                    response = http.post(f"{self.root}/tokenize", json=body)
                 response.raise_for_status()
                 return response.json()["tokens"]
             except (httpx.HTTPError, ValueError, KeyError) as error:

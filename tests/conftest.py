@@ -122,6 +122,8 @@ def _starts_something(func, seen: set) -> bool:
 def _is_slow(item) -> bool:
     if item.get_closest_marker("slow"):
         return True
+    if item.get_closest_marker("fast"):  # e.g. the contract suite on its fakes: `_fast_tests_start_nothing` holds it
+        return False
     seen: set = set()
     fixtures = [fixture.func for name, defs in item._fixtureinfo.name2fixturedefs.items() for fixture in defs
                 if name not in ONCE_PER_CHECKOUT]

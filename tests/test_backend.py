@@ -1,5 +1,6 @@
-"""Both backends meet the engine's contract (engine/backend.py) that app.py, the chat UI and the API gate use:
-every member there, every method with the contract's parameters. Neither starts anything here."""
+"""Both backends, and the fake the UI's tests use, meet the engine's contract (engine/backend.py) that app.py, the
+chat UI and the API gate use: every member there, every method with the contract's parameters. None starts anything
+here; tests/test_contract.py holds them to the contract's behaviour."""
 
 import inspect
 
@@ -9,21 +10,23 @@ from engine.backend import Backend
 from engine.engine import ChatEngine
 from engine.remote import RemoteEngine
 from engine.settings import load_settings
+from harness.fake_engine import FakeEngine
 
 METHODS = [name for name, member in vars(Backend).items()
            if callable(member) and not name.startswith("_")]
 
 
-BACKENDS = [ChatEngine, RemoteEngine]
+BACKENDS = [ChatEngine, RemoteEngine, FakeEngine]
 # read at collection: the methods themselves, whatever a fixture may put in their place later
 METHODS_OF = {(backend, name): getattr(backend, name) for backend in BACKENDS for name in METHODS}
 
 
 def backends():
-    return [ChatEngine(load_settings()), RemoteEngine(load_settings(engine_url="http://127.0.0.1:9/v1"))]
+    return [ChatEngine(load_settings()), RemoteEngine(load_settings(engine_url="http://127.0.0.1:9/v1")),
+            FakeEngine(load_settings())]
 
 
-@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote"])
+@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote", "fake"])
 def test_each_backend_has_every_member_of_the_contract(backend):
     assert isinstance(backend, Backend)
     members = [name for name, member in vars(Backend).items() if isinstance(member, property)]
@@ -32,7 +35,7 @@ def test_each_backend_has_every_member_of_the_contract(backend):
     assert not missing, f"{type(backend).__name__} lacks {missing}"
 
 
-@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote"])
+@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote", "fake"])
 @pytest.mark.parametrize("method", METHODS)
 def test_each_method_takes_the_contract_s_parameters(backend, method):
     implementation = METHODS_OF[type(backend), method]
@@ -45,7 +48,7 @@ def test_each_method_takes_the_contract_s_parameters(backend, method):
         f"{type(backend).__name__}.{method}: async in one, not the other")
 
 
-@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote"])
+@pytest.mark.parametrize("backend", backends(), ids=["embedded", "remote", "fake"])
 async def test_chats_and_the_api_enter_through_one_admission_released_however_a_request_ends(backend):
     from engine.admission import API, CHAT
 

@@ -11,7 +11,8 @@ from chainlit.context import init_http_context
 from chainlit.emitter import BaseChainlitEmitter
 
 from engine.errors import ContextTooLongError
-from engine.reports import Stats, Status
+import harness.fake_engine
+from engine.reports import Stats
 from history import writes
 from runtime import RUNTIME
 from ui import broadcast
@@ -47,45 +48,8 @@ class Recorder(BaseChainlitEmitter):
         pass
 
 
-class FakeEngine:
-    """Yields fixed deltas, then stats; can be told to block, to fail, or to saturate."""
-
-    def __init__(self):
-        self.settings = app.engine.settings
-        self.preset_name, self.ready, self.switched, self.aborted = "cpu", True, [], []
-        self.preset = self.max_model_len = self.presets_locked = None
-        self.block = asyncio.Event()
-        self.block.set()
-        self.error = self.error_mid_reply = None
-        self.seen: list[list[dict]] = []
-        self.deltas = ["Hello", " there", ", friend."]
-
-    def saturated(self):
-        return False
-
-    def status(self):
-        return Status("ready", "cpu", "No GPU", "CPU (2 cores)", 4096, None, 1.5, 0.01, 0, 0)
-
-    async def stream(self, messages, sampling, system_prompt, request_id, continue_reply=False):
-        self.seen.append(messages)
-        if self.error:
-            raise self.error
-        for delta in self.deltas:
-            yield delta
-            if self.error_mid_reply:
-                raise self.error_mid_reply
-            await self.block.wait()
-        yield Stats(0.012, 321.0, 30, 3, 16, "stop", 0, 0.05)
-
-    async def abort(self, request_id):
-        self.aborted.append(request_id)
-
-    async def switch_preset(self, name, progress=None, before_stop=None):
-        if before_stop:
-            await before_stop()
-        self.switched.append(name)
-        self.preset_name = name
-        return True
+def FakeEngine():  # noqa: N802 (the harness's fake, on the app's settings)
+    return harness.fake_engine.FakeEngine(app.engine.settings)
 
 
 def fresh_session() -> Recorder:
