@@ -159,9 +159,14 @@ def close_the_apps_sockets() -> None:
     A connection whose copy stays here is never really closed: when the web server ends an idle keep-alive
     connection, no FIN goes out while this process still holds it, so the browser sends its next request on it
     and waits for an answer that never comes (a chat's action button stuck in its running state). The core's own
-    sockets are made after the fork, and the ones it shares with the app are local (AF_UNIX), kept here."""
+    sockets are made after the fork, and the ones it shares with the app are local (AF_UNIX), kept here.
+
+    Each copy is replaced by an unconnected socket, not closed: Python objects the fork copied (an HTTP client's
+    pool, say) still name those fd numbers and close them later; a closed number would be reused by the core's
+    own files first (ZeroMQ's epoll aborted the core when a stale close hit it)."""
     import socket
 
+    placeholder = None
     for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []:
         fd = int(name)
         try:
@@ -173,7 +178,10 @@ def close_the_apps_sockets() -> None:
         network = probe.family in (socket.AF_INET, socket.AF_INET6)
         probe.detach()  # the probe must not close what it only looked at
         if network:
-            os.close(fd)  # this copy only: the app's own stays open
+            placeholder = placeholder or socket.socket()
+            os.dup2(placeholder.fileno(), fd)  # this copy only: the app's own stays open
+    if placeholder is not None:
+        placeholder.close()
 
 
 def set_up_compute() -> None:
