@@ -6,6 +6,7 @@ own API; it runs in a worker thread, since the constructor blocks for the whole 
 
 import asyncio
 import contextlib
+import logging
 import os
 import stat
 import sys
@@ -320,6 +321,9 @@ def share_the_event_loop(client, max_hold_s: float = MAX_HOLD_S) -> None:
     """
     take = client.get_output_async
     held_since = time.monotonic()
+    if not hasattr(client, "outputs_queue"):  # vLLM renamed it: the handler would drain backlogs in one go again
+        logging.getLogger("engine").warning("vLLM's engine client has no outputs_queue: replies may arrive in bursts "
+                                            "on a busy machine (engine/build.py, share_the_event_loop)")
 
     async def take_and_share():
         nonlocal held_since

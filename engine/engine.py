@@ -443,10 +443,11 @@ class ChatEngine(SleepAndWake):
         llm = self._llm
         if llm is None:
             return
-        try:
+        try:  # every request the front end tracks, the API's too (tests/test_vllm_seams.py checks both names)
             await llm.abort(list(llm.output_processor.request_states), internal=True)
         except Exception:
-            log.debug("aborting every request failed; aborting the chats' one by one", exc_info=True)
+            log.warning("aborting every request through vLLM's output processor failed; aborting the chats' one "
+                        "by one (the API's requests run on until they end)", exc_info=True)
             for request_id in list(self._active):
                 await self.abort(request_id)
 

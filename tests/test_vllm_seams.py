@@ -192,3 +192,20 @@ def test_vllm_cpus_kernel_scan_passes_the_apps_modules_that_raise_on_a_look(monk
     build.scan_around_unreadable_attributes()
     dispatcher._rebind_kernels([])
     assert module.context is proxy, "set aside for the scan only"
+
+
+def test_abort_all_reaches_every_request_through_vllms_output_processor():
+    """ChatEngine.abort_all stops the API's requests too, by the ids vLLM's front end tracks: if these move, it
+    falls back to the chats' own ids, with a warning, and the API's requests would run on through a switch."""
+    from vllm.v1.engine.async_llm import AsyncLLM
+    from vllm.v1.engine.output_processor import OutputProcessor
+
+    assert "internal" in inspect.signature(AsyncLLM.abort).parameters, "AsyncLLM.abort lost its internal flag"
+    assert "self.output_processor = OutputProcessor(" in source(AsyncLLM.__init__)
+    assert "self.request_states" in source(OutputProcessor.__init__)
+
+
+def test_a_client_without_the_output_queue_is_said_in_the_log(caplog):
+    client = types.SimpleNamespace(get_output_async=lambda: None)
+    build.share_the_event_loop(client)
+    assert "no outputs_queue" in caplog.text, "a vLLM that renamed the queue must not pass silently"
