@@ -12,7 +12,6 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from engine import presets
-from engine.errors import ChatError
 from engine.reports import ProgressCallback, Stats, Status
 from engine.settings import Sampling, Settings
 
@@ -50,25 +49,11 @@ class Backend(Protocol):
         """One of STATES; "unreachable" is a remote server's "failed"."""
 
     @property
-    def starting(self) -> bool: ...
-
-    @property
-    def failure(self) -> ChatError | None:
-        """Why the last start failed, until a retry."""
-
-    @property
-    def asleep_since(self) -> float | None:
-        """When the idle engine gave its memory back (engine/idle.py), until it wakes."""
-
-    @property
-    def ready(self) -> bool: ...
+    def ready(self) -> bool:
+        """Whether a reply starts now (the state is "ready")."""
 
     @property
     def max_model_len(self) -> int | None: ...
-
-    @property
-    def api_sequences(self) -> int:
-        """Sequences the OpenAI API has in flight (admitted by api/gate.py)."""
 
     def admit(self, who: str, sequences: int = 1) -> AbstractAsyncContextManager[None]:
         """`async with engine.admit(who, n)`: the one way a chat's reply (`who` CHAT, n 1) or an API request (API,
@@ -89,9 +74,6 @@ class Backend(Protocol):
 
     async def abort(self, request_id: str) -> None:
         """Stop one request; its stream ends with finish reason 'abort'."""
-
-    async def abort_all(self) -> None:
-        """Stop every request in flight."""
 
     def saturated(self) -> bool:
         """True when a new request would wait for a free sequence slot."""

@@ -85,7 +85,7 @@ async def broken(request):
 def test_nothing_starts_by_itself_not_even_when_the_status_is_read(fresh):
     assert isinstance(fresh, Backend)
     status = fresh.status()
-    assert not fresh.ready and status.state in STATES and status.state != "ready" and not fresh.starting
+    assert not fresh.ready and status.state in STATES and status.state not in ("ready", "starting")
 
 
 async def test_a_started_backend_streams_deltas_then_one_stats(backend):
@@ -131,7 +131,7 @@ async def test_a_start_that_cannot_succeed_raises_a_chat_error_and_the_state_say
     with pytest.raises(ChatError) as info:
         await started(broken)
     assert str(info.value), "the error says what happened"
-    assert not broken.ready and broken.state in ("failed", "unreachable") and broken.failure is not None
+    assert not broken.ready and broken.state in ("failed", "unreachable")
     assert broken.status().chat_requests == 0
     async with broken.admit(CHAT):  # the admission still counts (and releases) while nothing runs
         assert broken.status().chat_requests == 1

@@ -27,7 +27,8 @@ async def ensure_engine(engine, chat, keep_note: bool = False, retry: bool = Fal
 
 
 async def _show_start(engine, keep_note: bool, retry: bool) -> bool:
-    what = "Waking the model engine" if engine.asleep_since is not None else "Starting the model engine"
+    waking = engine.state in ("falling asleep", "asleep", "waking")
+    what = "Waking the model engine" if waking else "Starting the model engine"
     note = cl.Message(content=f"⏳ {what}…", author="system")
     await note.send()
     notice = ""
