@@ -15,7 +15,8 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 import wiring  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
-from ui import attachments, chat_files, chat_state, chat_tools, sessions, sidebar, start_note, text  # noqa: E402
+from ui import (attachments, chat_files, chat_state, chat_tools, sessions, settings_first, sidebar,  # noqa: E402
+                start_note, text)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
@@ -57,6 +58,7 @@ async def on_message(message: cl.Message):
     asked = await attachments.question(message)  # None: a file was refused, and the chat told why
     if asked is None:
         return
+    await settings_first.applied(cl.context.session)  # a settings change sent before this message applies to it
     chat = await chat_state.current(engine)
     turns = chat.turns_before(message.id)
     if not await start_note.ensure_engine(engine, chat):

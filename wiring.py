@@ -10,7 +10,7 @@ finds it already there.
 import chainlit_patches
 from engine.engine import shared_engine
 from history import layer as history_layer
-from ui import attachments, chat_state, reconnect, sessions
+from ui import attachments, chat_state, reconnect, sessions, settings_first
 from web import guard, signin
 from web.api_route import GUARDED_PATHS, open_api
 from web.listen import chosen_port, exit_if_port_taken, is_loopback
@@ -22,6 +22,7 @@ def patch_chainlit() -> None:
     chainlit_patches.tolerate_quiet_servers()  # a busy server must not cost a chat its reply
     reconnect.resend_replies_on_reconnect()  # nor a dropped connection that comes back
     sessions.continue_threads_after_restarts()  # nor a restart of the server under an open tab
+    settings_first.apply_settings_first()  # a message sent after a settings change is answered with the new ones
 
 
 def install():

@@ -215,9 +215,13 @@ async def test_a_killed_process_s_tab_reconnects_through_the_balancer_and_goes_o
     back.session_id = chat.session_id  # the open tab reconnects with its session and no thread id, as a browser
     await back.connect()
     await back.change_settings({"max_tokens": 16})
-    go_on = stats_of((await back.ask("Go on")).content)
-    before = stats_of(first.content)
-    assert go_on["prompt"] > before["prompt"] + before["reply"], "the other process goes on with the chat's turns"
+    reply = await back.ask("Go on")
+    go_on, before = stats_of(reply.content), stats_of(first.content)
+    # The chat's turns are in the prompt, or the oldest were left out, as the reply says: a long reply that ended
+    # before the kill (a busy machine) is 8,192 tokens of the random model, longer than the context once tokenized
+    # again. A survivor that started a new chat has neither.
+    assert go_on["prompt"] > before["prompt"] + before["reply"] or "no longer fit the context" in reply.content, \
+        f"the other process goes on with the chat's turns: {reply.content[-300:]!r}"
     await back.close()
     assert await cluster.served(chat.session_id, SOCKET) == [cluster.address(doomed)]
     assert (await cluster.served(back.session_id, SOCKET, nth=2))[-1] == cluster.address(survivor), \

@@ -68,10 +68,12 @@ def test_the_socket_handlers_the_app_wraps_exist_take_what_the_wrappers_pass_and
     from chainlit.session import WebsocketSession
 
     handlers = sio.handlers["/"]
-    for event, parameters in (("connect", ["sid", "environ", "auth"]), ("connection_successful", ["sid"])):
-        chainlits = getattr(chainlit.socket, event)
+    for event, name, parameters in (("connect", "connect", ["sid", "environ", "auth"]),
+                                    ("connection_successful", "connection_successful", ["sid"]),
+                                    ("chat_settings_change", "change_settings", ["sid", "settings"])):
+        chainlits = getattr(chainlit.socket, name)
         assert getattr(handlers[event], "chainlit_handler", handlers[event]) is chainlits, \
-            f"Chainlit's '{event}' handler moved: ui/reconnect.py and ui/sessions.py wrap it"
+            f"Chainlit's '{event}' handler moved: ui/reconnect.py, ui/sessions.py and ui/settings_first.py wrap it"
         assert list(inspect.signature(chainlits).parameters) == parameters, \
             f"Chainlit's '{event}' takes other arguments"
         monkeypatch.setitem(handlers, event, handlers[event])
