@@ -140,12 +140,29 @@ def stored_turns(server, thread_id: str) -> list[tuple[str, str]]:
             if type == "assistant_message" and "for" in json.loads(meta or "{}")]
 
 
+async def a_reply_held_mid_way(client: ChatClient, server: ChainlitServer) -> psutil.Process:
+    """Send a long question and hold the engine core (SIGSTOP) while its reply streams; returns the held core.
+
+    The tiny model writes its longest reply (8,192 tokens) in about 25 s, and this 2-core machine can stand the
+    test still for as long: a reply that ended before the core was held is not mid-way, so the question is sent
+    again."""
+    for _ in range(3):
+        before = {m.id for m in client.replies()}
+        await client.send("Keep talking")
+        await client.streaming_reply(before)
+        core = engine_core(server)
+        core.suspend()
+        try:
+            await client.wait_idle(5)
+        except asyncio.TimeoutError:
+            return core  # the reply cannot end while the core is held
+        core.resume()
+    raise AssertionError("three replies of 8,192 tokens each ended before the test could hold the engine")
+
+
 async def test_engine_killed_mid_reply_tells_the_user_and_comes_back(client, app_server):
     await client.change_settings({"max_tokens": 8192})
-    before = {m.id for m in client.replies()}
-    await client.send("Keep talking")
-    await client.streaming_reply(before)
-    engine_core(app_server).kill()
+    (await a_reply_held_mid_way(client, app_server)).kill()
     await client.wait_idle(120)
     assert "The model engine stopped unexpectedly" in client.all_text()
     await client.change_settings({"max_tokens": 48})
