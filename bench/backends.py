@@ -60,12 +60,12 @@ class Backend:
 
 class Ours(Backend):
     def __init__(self, engine, temperature: float, top_p: float = 0.8):
-        super().__init__(engine._tokenizer)
+        super().__init__(engine.host.tokenizer)
         self.engine, self.temperature, self.top_p = engine, temperature, top_p
 
     def raw(self) -> "RawVllm":
         """The same running engine, driven directly."""
-        return RawVllm(self.engine._llm, self.tokenizer, self.temperature)
+        return RawVllm(self.engine.host.llm, self.tokenizer, self.temperature)
 
     async def run(self, text: str, max_tokens: int) -> Result:
         from engine.engine import Stats

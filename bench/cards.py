@@ -49,7 +49,8 @@ async def serve(level: float, dtype: str, model: str, preset: str = "auto") -> d
     from bench.backends import Ours
     from bench.memory import MemoryWatch
     from engine import hardware, sizing
-    from engine.engine import ENGINE_OUTPUT, ChatEngine
+    from engine.engine import ChatEngine
+    from engine.hosting import ENGINE_OUTPUT
     from engine.settings import load_settings
 
     began = time.perf_counter()

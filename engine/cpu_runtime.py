@@ -2,7 +2,7 @@
 
 It owns two moments. Before Python starts: `.venv/bin/chainlit` (written by scripts/setup.sh) calls
 `launch()`, which puts the two libraries in `LD_PRELOAD` and starts the interpreter once more with them, before
-chainlit is imported; the app and the engine core it forks (engine/build.py) then have them mapped, and vLLM
+chainlit is imported; the app and the engine core it forks (engine/vllm_patches.py) then have them mapped, and vLLM
 finds them in `LD_PRELOAD` (it sets that variable itself only for processes it execs, which a forked core is
 not). In the forked core: `bind_compute()` gives the compute threads the cores the app's own work does not
 need, as vLLM's CPU worker binds its OpenMP threads, when `VLLM_CPU_OMP_THREADS_BIND` asks for it. Measured

@@ -1,49 +1,59 @@
-"""The one vLLM engine of the process: start, stream, abort, switch preset, status, stop.
+"""The one vLLM engine of the process as a state machine: start, stream, abort, switch preset, sleep, status, stop.
 
-Every chat shares one `ChatEngine`. It starts lazily on the first request; callers
-arriving meanwhile share that start (and its progress reports). vLLM's constructor
-blocks for the whole start-up, so it runs in a thread. The engine lives in a module
-object that survives Chainlit's `-w` re-imports (`shared_engine()`), so a reload
-never builds a second engine on the GPU.
+Every chat and the API share one `ChatEngine`. Its state (`TRANSITIONS`: stopped, starting, ready, switching,
+falling asleep, asleep, waking, failed) changes only in the steps below, under one lock; what runs in each state
+is a `VllmHost` (engine/hosting.py: vLLM's engine, its processes and memory). It starts lazily on the first
+request; callers arriving meanwhile share that start (and its progress reports). After `CHAT_IDLE_MINUTES` with
+nothing running it falls asleep (engine/idle.py), and the next request wakes it through the same start. The engine
+lives in a module object that survives Chainlit's `-w` re-imports (`shared_engine()`), so a reload never builds a
+second engine on the GPU.
 """
 
 import asyncio
 import atexit
-import contextlib
 import logging
 import os
 import signal
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from engine import build, download, hardware, leftovers, machine_cache, model_files, presets
-from engine.chat import build_prompt, stop_token_ids
-from engine.output_tail import OutputTail
+from engine.chat import build_prompt
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
 from engine.admission import API, CHAT, Admission
 from engine.idle import IdleTimer
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
 from engine.settings import Sampling, Settings, load_settings
+from engine.hosting import VllmHost
 from engine.single_flight import SingleFlight
-from engine.sleep import SleepAndWake
 from engine.startup import classify_start_error, plan_start
 from engine.status import engine_status
-from runtime import RUNTIME, kept
+from runtime import RUNTIME
 
 log = logging.getLogger("engine")
-ENGINE_OUTPUT = kept("engine_output", OutputTail)
 # Prompts are rendered and tokenized off the event loop (the whole chat, per message: a fifth of the chat
 # server's time with 32 multi-turn chats), in one thread: a tokenizer used by two threads at once can fail
 # with "Already borrowed".
 PROMPTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompts")
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
+# The embedded engine's states (engine.backend.STATES) and the steps between them; any other step is a bug and
+# raises. "ready" goes to "starting" when the engine died (a restart); "shutdown" goes to "stopped" from anywhere.
+TRANSITIONS = {
+    "stopped": {"starting", "switching"},
+    "starting": {"ready", "failed", "stopped"},
+    "ready": {"starting", "switching", "falling asleep", "stopped"},
+    "failed": {"starting", "switching", "stopped"},
+    "switching": {"ready", "asleep", "failed", "stopped"},
+    "falling asleep": {"asleep"},
+    "asleep": {"waking", "switching", "stopped"},
+    "waking": {"ready", "asleep", "stopped"},
+}
 
 
-class ChatEngine(SleepAndWake):
+class ChatEngine:
     presets_locked: str | None = None  # presets can be switched: the engine is ours to size
     serves_api = True  # its `AsyncLLM` can back the OpenAI-compatible API on the chat server
 
@@ -53,32 +63,49 @@ class ChatEngine(SleepAndWake):
         self.preset: presets.Preset | None = None
         self.device: hardware.Device | None = None
         self.dtype = "auto"
-        self._llm = None
-        self._llm_stopped = threading.Event()  # set when the running engine is stopped on purpose
+        self._state = "stopped"
+        self._host: VllmHost | None = None  # what runs: the engine built for the preset, awake or asleep
         self.closing = False  # the process is ending (Ctrl-C, SIGTERM): a dead engine is not restarted
-        self._tokenizer = None
-        self._stop_ids: list[int] = []
         self._openai: tuple = (None, None)  # the engine client vLLM's OpenAI app was built over, and that app
         self._openai_building = asyncio.Lock()
-        self._engine_pids: set[int] = set()
-        self._building_beside: set[int] | None = None  # while vLLM is built: the processes that were there before
-        self._gpu_baseline: int | None = None
-        self._lock = asyncio.Lock()  # one start, switch or shutdown at a time
+        self._lock = asyncio.Lock()  # one start, switch, sleep or shutdown at a time
         self._progress = ProgressReports()
         self._start = SingleFlight(self._progress)
         self._active: set[str] = set()  # the chats' request ids, to abort them
         self.asleep_since: float | None = None  # when it fell asleep (wall clock), while nobody chats
-        self._falling_asleep = False
         self._idle = IdleTimer(settings.idle_minutes, self._busy, self.fall_asleep)
         self._admission = Admission(on_change=self._idle.touch)  # the chats' and the API's sequences
-        self.starting = False
-        self._switching = False  # a preset switch holds the engine, from its checks to the new engine's start
         self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
-    # ---- lifecycle -------------------------------------------------------------
+    # ---- the state machine -----------------------------------------------------
+    @property
+    def state(self) -> str:
+        """One of TRANSITIONS; an engine that died while ready is "stopped" until its restart begins."""
+        if self._state == "ready" and not self.ready:
+            return "stopped"
+        return self._state
+
+    def _enter(self, state: str) -> None:
+        if state != self._state and state not in TRANSITIONS[self._state]:
+            raise RuntimeError(f"the engine cannot go from {self._state} to {state}")
+        self._state = state
+
+    def _settled(self) -> str:
+        """The state that what runs now stands for, once a step ends."""
+        if self._host is not None and self._host.asleep or self.asleep_since is not None and self._host is None:
+            return "asleep"
+        if self._host is not None and self._host.running:
+            return "ready"
+        return "failed" if self.failure is not None else "stopped"
+
     @property
     def ready(self) -> bool:
-        return self._llm is not None and not self._llm.errored and self.asleep_since is None
+        return self._state == "ready" and self._host is not None and self._host.running
+
+    @property
+    def host(self) -> VllmHost | None:
+        """What runs now (awake or asleep), or None."""
+        return self._host
 
     def admit(self, who: str, sequences: int = 1):
         """`async with engine.admit(who, n)`: hold n sequences of the engine for a chat or the API while a request
@@ -93,15 +120,11 @@ class ChatEngine(SleepAndWake):
     @property
     def client(self):
         """vLLM's `AsyncLLM` while the engine runs, else None: what the OpenAI-compatible API serves from."""
-        return self._llm if self.ready else None
+        return self._host.llm if self.ready else None
 
     @property
     def max_model_len(self) -> int | None:
         return self.preset.max_model_len if self.preset else None
-
-    @property
-    def stop_ids(self) -> list[int]:
-        return list(self._stop_ids)
 
     async def openai_app(self):
         """vLLM's OpenAI app over the running engine (started first): its replies end at the chat's stop tokens
@@ -115,12 +138,13 @@ class ChatEngine(SleepAndWake):
                 await self.ensure_started()
                 llm = self.client
             if self._openai[0] is not llm:
-                self._openai = (llm, await build_openai_app(llm, self.settings.model, self._stop_ids))
+                self._openai = (llm, await build_openai_app(llm, self.settings.model, self._host.stop_ids))
                 log.info("OpenAI-compatible API ready at /v1 for %s", self.settings.model)
             return self._openai[1]
 
+    # ---- start -----------------------------------------------------------------
     async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
-        """Start the engine unless it runs; concurrent callers share one start.
+        """Start (or wake) the engine unless it runs; concurrent callers share one start.
 
         A failed start is remembered: later calls raise its error at once, until `retry` (or a preset switch).
         """
@@ -132,43 +156,51 @@ class ChatEngine(SleepAndWake):
 
     async def _start_locked(self) -> None:
         async with self._lock:
-            if not self.ready:
-                waking = self.asleep_since is not None
-                try:
-                    await (self._wake() if waking else self._launch(self.preset_name))
-                except Exception as error:
-                    log.error("the engine did not %s: %s", "wake" if waking else "start", error)
-                    # a wake that found its memory taken is tried again by the next message, not remembered
-                    self.failure = error if isinstance(error, ChatError) and not waking else None
-                    raise
+            if self.ready:
+                return
+            if self._state == "asleep":
+                await self._wake()
+                return
+            self._enter("starting")
+            try:
+                await self._launch(self.preset_name)
+            except Exception as error:
+                log.error("the engine did not start: %s", error)
+                self.failure = error if isinstance(error, ChatError) else None
+                self._enter(self._settled())
+                raise
+            self._enter("ready")
 
     async def _launch(self, name: str, waking: bool = False) -> None:
-        """Build the engine for preset `name` and warm it up. The lock is held."""
-        if self._llm is not None:  # a dead (or sleeping) engine: release its processes and memory first
-            await self._stop_engine()
+        """Build the engine for preset `name` and warm it up. The lock is held; the caller sets the state."""
+        if self._host is not None:  # a dead (or sleeping) engine: release its processes and memory first
+            await self._stop_host()
         began = time.monotonic()
-        self.starting = True
+        await self._progress.emit("Waking the engine" if waking else "Checking the device and the model", began)
+        plan = await asyncio.to_thread(plan_start, name, self.settings)
+        self.device, self.preset, self.dtype = plan.device, plan.preset, plan.dtype
+        build.use_environment(self.device.kind)
+        if plan.download:
+            folder = await download.fetch(self.settings, lambda text: self._progress.emit(text, began))
+        else:
+            folder = await asyncio.to_thread(download.local_folder, self.settings)
+        stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
+        self._host = VllmHost(self.device)
         try:
-            await self._progress.emit("Waking the engine" if waking else "Checking the device and the model", began)
-            plan = await asyncio.to_thread(plan_start, name, self.settings)
-            self.device, self.preset, self.dtype = plan.device, plan.preset, plan.dtype
-            self._gpu_baseline = hardware.gpu_used_bytes() if self.device.kind == "cuda" else None
-            build.use_environment(self.device.kind)
-            if plan.download:
-                folder = await download.fetch(self.settings, lambda text: self._progress.emit(text, began))
-            else:
-                folder = await asyncio.to_thread(download.local_folder, self.settings)
-            await self._build(self._engine_kwargs(plan, folder), began)
+            await self._host.build(
+                self._engine_kwargs(plan, folder), lambda: self._progress.emit(stage, began),
+                lambda error, output: classify_start_error(error, self.settings.model, self.preset, output))
             if self.settings.warmup:
                 await self._progress.emit("Warming up", began)
                 await self._warm_up()
-            self.preset_name, self.failure, self.asleep_since = name, None, None
-            self._idle.start()
-            await self._progress.emit("Ready", began, done=True, notice="" if waking else plan.notice)
-            log.info("engine ready: %s preset on %s in %.1f s", self.preset.name, self.device.name,
-                     time.monotonic() - began)
-        finally:
-            self.starting = False
+        except BaseException:  # a start that failed (or was cancelled) leaves nothing running
+            await asyncio.shield(self._stop_host())
+            raise
+        self.preset_name, self.failure, self.asleep_since = name, None, None
+        self._idle.start()
+        await self._progress.emit("Ready", began, done=True, notice="" if waking else plan.notice)
+        log.info("engine ready: %s preset on %s in %.1f s", self.preset.name, self.device.name,
+                 time.monotonic() - began)
 
     def _engine_kwargs(self, plan, folder) -> dict:
         kwargs = presets.engine_kwargs(
@@ -180,34 +212,6 @@ class ChatEngine(SleepAndWake):
         if self.device.kind == "cuda" and self.settings.idle_minutes > 0:
             kwargs["enable_sleep_mode"] = True  # the idle engine gives the card back (engine/idle.py)
         return kwargs
-
-    async def _build(self, kwargs: dict, began: float) -> None:
-        """vLLM's constructor, in a thread; every process it starts is known from the first moment, so that a
-        shutdown meanwhile ends them too (`shutdown`)."""
-        stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
-        self._building_beside = hardware.child_pids()
-        mark = ENGINE_OUTPUT.mark()
-        try:
-            with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
-                building = asyncio.ensure_future(asyncio.to_thread(build.build_engine, kwargs))
-                while not building.done():
-                    await self._progress.emit(stage, began)
-                    await asyncio.wait([building], timeout=1.0)
-            self._engine_pids = hardware.child_pids() - self._building_beside
-            try:
-                self._llm, self._tokenizer = building.result()
-            except Exception as error:
-                await self._stop_engine()
-                await asyncio.sleep(0.2)  # the engine process's last lines are still in the pipe
-                output = ENGINE_OUTPUT.since(mark)
-                raise classify_start_error(error, self.settings.model, self.preset, output) from error
-        finally:
-            self._building_beside = None
-        self._llm_stopped = threading.Event()
-        # how vLLM's output handler reads the engine: sharing the loop, and quiet when we stop it
-        build.share_the_event_loop(self._llm.engine_core)
-        build.end_quietly_when_stopped(self._llm.engine_core, self._llm_stopped.is_set)
-        self._stop_ids = stop_token_ids(self._tokenizer)
 
     async def _warm_up(self) -> None:
         """Run the first requests now: the first round at a batch size compiles kernels, and so does each
@@ -225,14 +229,62 @@ class ChatEngine(SleepAndWake):
             await asyncio.gather(*(one(sampling.model_copy(update={"seed": n}))
                                    for n in range(min(8, self.preset.max_num_seqs))))
 
-    async def _stop_engine(self) -> None:
-        """Shut the engine down and wait until its processes and GPU memory are gone."""
-        await asyncio.to_thread(self.shutdown)
-        if self._gpu_baseline is not None:
-            held = await asyncio.to_thread(hardware.wait_gpu_memory_back, self._gpu_baseline)
-            if held:
-                log.warning("%.0f MiB of GPU memory still held after shutdown", held / hardware.MIB)
+    async def _stop_host(self) -> None:
+        host, self._host = self._host, None
+        if host is not None:
+            await host.stop()
 
+    # ---- sleep -----------------------------------------------------------------
+    def _busy(self) -> bool:
+        return self._admission.held() > 0 or not self.ready
+
+    async def fall_asleep(self) -> bool:
+        """Give the device back while nobody chats (the idle timer asks); False when a request or a start came
+        meanwhile. A GPU engine sleeps in vLLM's sleep mode; a CPU engine, which has none, stops."""
+        async with self._lock:
+            if self._busy() or self.closing:
+                return False
+            self.asleep_since = time.time()  # from here on a request waits for the wake (`ready` is False)
+            self._enter("falling asleep")
+            try:
+                if self._host.sleeps_on_device:
+                    await self._host.sleep()
+                else:
+                    await self._stop_host()
+            finally:
+                self._enter("asleep")
+            log.info("the engine sleeps after %.1f idle minutes (%s)", self.settings.idle_minutes,
+                     "its memory given back" if self._host is not None else "stopped: it starts with the next message")
+            return True
+
+    async def _wake(self) -> None:
+        """Bring a sleeping engine back; the lock is held. A GPU engine whose memory another program took meanwhile
+        is stopped and started anew, so the start says in plain words what it needs and what is free. A wake that
+        fails leaves the engine asleep, and the next request tries again (it is not remembered as a failure)."""
+        began = time.monotonic()
+        self._enter("waking")
+        try:
+            if self._host is not None and self._host.asleep:
+                await self._progress.emit("Waking the engine", began)
+                try:
+                    await self._host.wake_up()
+                except Exception as error:
+                    log.warning("waking the engine failed (%s: %s); starting it anew", type(error).__name__, error)
+                    await self._launch(self.preset_name, waking=True)
+                else:
+                    self.asleep_since = None
+                    self._idle.start()
+                    await self._progress.emit("Ready", began, done=True)
+                    log.info("engine awake in %.2f s", time.monotonic() - began)
+            else:  # stopped on the CPU: a start with the same preset
+                await self._launch(self.preset_name, waking=True)
+        except Exception as error:
+            log.error("the engine did not wake: %s", error)
+            self._enter("asleep")
+            raise
+        self._enter("ready")
+
+    # ---- switch ----------------------------------------------------------------
     async def switch_preset(self, name: str, progress: ProgressCallback | None = None,
                             before_stop: Callable[[], Awaitable[None]] | None = None) -> bool:
         """Replace the engine with one for preset `name`; False when that preset already runs.
@@ -242,39 +294,38 @@ class ChatEngine(SleepAndWake):
         to start, the previous preset is started again.
         """
         presets.lookup(name, self.settings.custom_preset)  # an unknown name fails before anything stops
-        self.failure = None  # a switch is a new attempt
         self._progress.add(progress)
         try:
-            async with self._lock, self._switch_under_way():
-                began = time.monotonic()
-                await self._progress.emit("Checking the preset", began)
-                previous = self.preset_name
+            async with self._lock:
+                self.failure = None  # a switch is a new attempt
+                self._enter("switching")
                 try:
-                    plan = await asyncio.to_thread(plan_start, name, self.settings, self._held_gpu_bytes())
-                except ChatError as error:
-                    raise PresetSwitchError(name, previous, error) from error
-                if (self.ready or self.asleep_since is not None) and (plan.preset, plan.dtype) == (self.preset,
-                                                                                                   self.dtype):
-                    self.preset_name = name
-                    await self._progress.emit(f"'{plan.preset.name}' already runs", began, done=True)
-                    return False
-                if before_stop is not None:
-                    await before_stop()
-                await self._progress.emit("Stopping the running engine", began)
-                await self.abort_all()
-                await self._stop_engine()
-                await self._launch_or_restore(name, previous)
-                return True
+                    return await self._switch_locked(name, before_stop)
+                finally:
+                    self._enter(self._settled())
         finally:
             self._progress.remove(progress)
 
-    @contextlib.asynccontextmanager
-    async def _switch_under_way(self):
-        self._switching = True
+    async def _switch_locked(self, name: str, before_stop) -> bool:
+        began = time.monotonic()
+        await self._progress.emit("Checking the preset", began)
+        previous = self.preset_name
         try:
-            yield
-        finally:
-            self._switching = False
+            plan = await asyncio.to_thread(plan_start, name, self.settings, self._held_gpu_bytes())
+        except ChatError as error:
+            raise PresetSwitchError(name, previous, error) from error
+        runs = self._host is not None and self._host.running or self.asleep_since is not None
+        if runs and (plan.preset, plan.dtype) == (self.preset, self.dtype):
+            self.preset_name = name
+            await self._progress.emit(f"'{plan.preset.name}' already runs", began, done=True)
+            return False
+        if before_stop is not None:
+            await before_stop()
+        await self._progress.emit("Stopping the running engine", began)
+        await self.abort_all()
+        await self._stop_host()
+        await self._launch_or_restore(name, previous)
+        return True
 
     async def _launch_or_restore(self, name: str, previous: str) -> None:
         """Start preset `name`; when it fails, start `previous` again and say why the switch failed."""
@@ -293,34 +344,24 @@ class ChatEngine(SleepAndWake):
 
     def _held_gpu_bytes(self) -> int:
         """GPU memory the running engine holds (what a switch gets back before the new one starts)."""
-        if not (self.ready or self._sleeps_on_device()) or self.device is None or self.device.kind != "cuda":
+        if self._host is None or self.device is None or self.device.kind != "cuda":
             return 0
-        used = hardware.gpu_used_bytes()
-        return 0 if used is None else max(used - (self._gpu_baseline or 0), 0)
+        return self._host.held_bytes() or 0
 
+    # ---- stop ------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Stop the engine and its processes; safe to call any number of times, from any thread.
-
-        During vLLM's build the engine is not ours yet, but its processes are: those started since the build
-        began are ended (a SIGTERM, which a process being built obeys at once), and the build then fails."""
-        llm, self._llm = self._llm, None
-        if llm is not None:
-            self._llm_stopped.set()
-            llm.shutdown()
-        beside = self._building_beside
-        if beside is not None:
-            self._llm_stopped.set()
-            self._engine_pids |= hardware.child_pids() - beside
-            hardware.terminate(self._engine_pids)
-        survivors = hardware.wait_gone(self._engine_pids)
-        if survivors:
-            log.error("engine processes survived shutdown: %s", survivors)
-        self._engine_pids = set()
+        """Stop the engine and its processes; safe to call any number of times, from any thread (during vLLM's
+        build too: engine/hosting.py)."""
+        host = self._host
+        if host is not None:
+            host.shutdown()
+        self._host = None
+        self._state = "stopped"  # from any state: the process ends, or a test is done with it
 
     def expect_stop_on_signals(self) -> None:
         """From Ctrl-C or SIGTERM on, the engine's end is the stop the user asked for, not a crash.
 
-        The engine's processes run apart from the terminal (build.engine_processes_apart), but a service
+        The engine's processes run apart from the terminal (vllm_patches.engine_processes_apart), but a service
         manager's SIGTERM to the whole service can still reach them before the app's own shutdown begins;
         and a reply that fails meanwhile must not start a new engine. Call from the main thread once the web
         server has installed its handlers; they still run after this one.
@@ -330,7 +371,8 @@ class ChatEngine(SleepAndWake):
 
             def handler(signum, frame, previous=previous):
                 self.closing = True
-                self._llm_stopped.set()
+                if self._host is not None:
+                    self._host.stopped.set()
                 if callable(previous):
                     previous(signum, frame)
                 elif previous != signal.SIG_IGN:  # the default action: end the process
@@ -374,21 +416,22 @@ class ChatEngine(SleepAndWake):
 
         from engine.top_p import hand_over
 
-        llm = self._llm
-        if llm is None:
+        host = self._host
+        if host is None or host.llm is None:
             raise EngineDiedError("it is not running")
+        llm = host.llm
         generated = cached = 0
         finish = None
         async with self.admit(CHAT):  # from the first moment: `saturated()` must count it while its prompt is built
             self._active.add(request_id)
             try:
                 prompt = await asyncio.get_running_loop().run_in_executor(
-                    PROMPTS, build_prompt, self._tokenizer, system, messages, self.preset.max_model_len,
+                    PROMPTS, build_prompt, host.tokenizer, system, messages, self.preset.max_model_len,
                     sampling.max_tokens, continue_reply)
                 params = hand_over(SamplingParams(  # top p by the engine's processor (engine/top_p.py)
                     temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
                     ignore_eos=sampling.ignore_eos, seed=sampling.seed,
-                    stop_token_ids=None if sampling.ignore_eos else self._stop_ids,
+                    stop_token_ids=None if sampling.ignore_eos else host.stop_ids,
                     output_kind=RequestOutputKind.DELTA,
                 ), llm)
                 clock = ReplyClock()
@@ -401,7 +444,7 @@ class ChatEngine(SleepAndWake):
                     if out.finished:
                         finish, cached = completion.finish_reason, out.num_cached_tokens or 0
             except (asyncio.CancelledError, GeneratorExit):
-                await self._abort_quietly(llm, request_id)
+                await host.abort(request_id)
                 raise
             except Exception as error:
                 if llm.errored:
@@ -427,56 +470,28 @@ class ChatEngine(SleepAndWake):
         """True when every sequence slot is taken (by chats or the API): a new request waits in vLLM's queue."""
         return self.preset is not None and self._admission.held() >= self.preset.max_num_seqs
 
-    async def _abort_quietly(self, llm, request_id: str) -> None:
-        try:
-            await llm.abort(request_id)
-        except Exception:
-            log.debug("abort of %s failed", request_id, exc_info=True)
-
     async def abort(self, request_id: str) -> None:
         """Stop one request in the engine; its stream ends with finish reason 'abort'."""
-        if self._llm is not None and request_id in self._active:
-            await self._abort_quietly(self._llm, request_id)
+        if self._host is not None and self._host.llm is not None and request_id in self._active:
+            await self._host.abort(request_id)
 
     async def abort_all(self) -> None:
         """Stop every request in the engine, the chats' and the API's (before the engine stops)."""
-        llm = self._llm
-        if llm is None:
+        if self._host is None or await self._host.abort_every_request():
             return
-        try:  # every request the front end tracks, the API's too (tests/test_vllm_seams.py checks both names)
-            await llm.abort(list(llm.output_processor.request_states), internal=True)
-        except Exception:
-            log.warning("aborting every request through vLLM's output processor failed; aborting the chats' one "
-                        "by one (the API's requests run on until they end)", exc_info=True)
-            for request_id in list(self._active):
-                await self.abort(request_id)
+        for request_id in list(self._active):  # vLLM could not (said in the log): the chats' one by one
+            await self.abort(request_id)
 
     # ---- status ----------------------------------------------------------------
     def status(self) -> Status:
         return engine_status(self)
 
     @property
-    def state(self) -> str:
-        if self._switching:
-            return "switching"
-        if self.starting:
-            return "waking" if self.asleep_since is not None else "starting"
-        if self.ready:
-            return "ready"
-        if self.asleep_since is not None:
-            return "falling asleep" if self._falling_asleep else "asleep"
-        return "failed" if self.failure is not None else "stopped"
-
-    @property
     def held_memory_gib(self) -> float | None:
         """What the engine holds now: on a GPU the whole device's use above the baseline, also while asleep; on
         the CPU its processes' memory (none while asleep: it stopped)."""
-        if not (self.ready or self._sleeps_on_device()) or self.device is None:
-            return None
-        if self.device.kind == "cuda":
-            now = hardware.gpu_used_bytes()
-            return None if now is None else (now - (self._gpu_baseline or 0)) / presets.GIB
-        return hardware.memory_bytes(list(self._engine_pids)) / presets.GIB
+        held = self._host.held_bytes() if self._host is not None else None
+        return None if held is None else held / presets.GIB
 
     @property
     def chat_requests(self) -> int:

@@ -125,7 +125,7 @@ def wait_gpu_memory_back(baseline_used: int, timeout_s: float = 30.0, slack_byte
 def memory_bytes(pids: list[int]) -> int:
     """The memory these processes hold, pages they share counted once (Linux's PSS; RSS elsewhere).
 
-    A CPU engine's core is forked from the app (engine/build.py) and shares its pages: RSS would count them
+    A CPU engine's core is forked from the app (engine/vllm_patches.py) and shares its pages: RSS would count them
     in both processes.
     """
     total = 0

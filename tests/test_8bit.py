@@ -92,14 +92,14 @@ async def test_a_processor_without_8_bits_is_refused_before_the_running_engine_s
                                          custom_preset={**TEST_PRESET, "weights_8bit": True}))
     with pytest.raises(EngineStartError, match="AVX2"):
         await eight_bit.ensure_started()
-    assert not eight_bit.ready and not eight_bit._engine_pids
+    assert not eight_bit.ready and eight_bit.host is None
     engine = ChatEngine(load_settings(model=str(tiny_model), preset="custom", custom_preset=TEST_PRESET))
     try:
         await engine.ensure_started()
-        running = set(engine._engine_pids)
+        running = set(engine.host.pids)
         with pytest.raises(PresetSwitchError, match="AVX2"):
             await engine.switch_preset("cpu-8bit")
-        assert engine.ready and engine._engine_pids == running, "the running engine must not stop"
+        assert engine.ready and engine.host.pids == running, "the running engine must not stop"
         _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=8, ignore_eos=True)))
         assert stats.generated_tokens == 8
     finally:

@@ -176,7 +176,7 @@ def test_a_second_import_reuses_the_running_engine(engine, monkeypatch):
 
 
 async def test_preset_switch_replaces_the_engine_and_a_failing_one_rolls_back(engine):
-    old_pids = set(engine._engine_pids)
+    old_pids = set(engine.host.pids)
     assert old_pids
     stages = []
     await engine.switch_preset("cpu", stages.append)
@@ -187,11 +187,11 @@ async def test_preset_switch_replaces_the_engine_and_a_failing_one_rolls_back(en
     _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
     assert stats.generated_tokens == 10
 
-    running = set(engine._engine_pids)
+    running = set(engine.host.pids)
     began = time.monotonic()
     with pytest.raises(PresetSwitchError, match="'4gb'.*GPU.*'cpu' preset keeps running"):
         await engine.switch_preset("4gb")  # there is no GPU here: refused before anything stops
-    assert time.monotonic() - began < 10 and engine._engine_pids == running, "the running engine must not stop"
+    assert time.monotonic() - began < 10 and engine.host.pids == running, "the running engine must not stop"
     assert engine.ready and engine.preset.name == "cpu" and engine.preset_name == "cpu"
     _, stats = await collect(engine.stream(HELLO, Sampling(max_tokens=10)))
     assert stats.generated_tokens == 10
@@ -199,12 +199,12 @@ async def test_preset_switch_replaces_the_engine_and_a_failing_one_rolls_back(en
 
 async def test_choosing_the_preset_that_already_runs_does_not_rebuild(engine):
     await engine.switch_preset("cpu")
-    running = set(engine._engine_pids)
+    running = set(engine.host.pids)
     stages = []
     assert await engine.switch_preset("auto", stages.append) is False  # auto resolves to cpu here
-    assert engine._engine_pids == running and engine.preset_name == "auto"
+    assert engine.host.pids == running and engine.preset_name == "auto"
     assert stages[-1].done and "already runs" in stages[-1].stage
-    assert await engine.switch_preset("cpu") is False and engine._engine_pids == running
+    assert await engine.switch_preset("cpu") is False and engine.host.pids == running
 
 
 async def test_an_engine_killed_mid_reply_raises_a_clear_error_and_restarts_itself(engine):
@@ -213,7 +213,7 @@ async def test_an_engine_killed_mid_reply_raises_a_clear_error_and_restarts_itse
     for _ in range(3):
         try:
             async for item in engine.stream(HELLO, Sampling(max_tokens=1500)):
-                for pid in engine._engine_pids:  # replies already on their way still arrive after the kill
+                for pid in engine.host.pids:  # replies already on their way still arrive after the kill
                     with contextlib.suppress(psutil.NoSuchProcess):
                         psutil.Process(pid).kill()
         except EngineDiedError as error:
@@ -356,7 +356,7 @@ async def test_repeated_preset_switches_leave_no_engine_process_behind(engine):
 
 async def test_the_output_handler_lets_replies_and_stop_run_while_it_catches_up():
     """A server behind its engine works through a backlog of steps; other tasks must get turns meanwhile."""
-    from engine.build import share_the_event_loop
+    from engine.vllm_patches import share_the_event_loop
 
     class EngineClient:  # vLLM's client: engine steps arrive on an asyncio queue
         def __init__(self):

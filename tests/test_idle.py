@@ -64,7 +64,7 @@ async def test_an_idle_engine_sleeps_says_so_and_the_next_message_wakes_it(idle_
     await reply(idle_engine)
     await until(lambda: idle_engine.status().state == "asleep", what="asleep")
     status = idle_engine.status()
-    assert status.asleep_since is not None and not idle_engine._engine_pids, "a CPU engine asleep holds no process"
+    assert status.asleep_since is not None and idle_engine.host is None, "a CPU engine asleep holds no process"
     assert "asleep since" in status_text(status) and "the next message wakes it" in status_text(status)
     assert await reply(idle_engine), "the message that woke the engine got no reply"
     assert idle_engine.status().state in ("ready", "asleep")
@@ -83,7 +83,7 @@ async def test_stop_during_the_wake_ends_that_reply_and_the_engine_still_wakes(s
     await sleepy_engine.ensure_started()
     assert await sleepy_engine.fall_asleep()
     waiting = asyncio.ensure_future(reply(sleepy_engine))
-    await until(lambda: sleepy_engine.starting, timeout=30, what="waking")
+    await until(lambda: sleepy_engine.state == "waking", timeout=30, what="waking")
     waiting.cancel()  # what Chainlit does to the reply's task on Stop
     with pytest.raises(asyncio.CancelledError):
         await waiting

@@ -98,6 +98,19 @@ def test_only_the_engine_and_the_api_import_vllm():
             assert not vllm, f"{path.relative_to(ROOT)} imports {sorted(vllm)}"
 
 
+# What the app changes in vLLM's own objects: the output handler's read, the request table, the kernel scan, how
+# its processes start. engine/vllm_patches.py is the one module that touches them (each checked in test_vllm_seams).
+VLLM_PATCHED = ("get_output_async", "outputs_queue", "output_processor", "_rebind_kernels", "set_executable",
+                "VLLM_WORKER_MULTIPROC_METHOD")
+
+
+def test_vllms_behaviour_is_changed_in_vllm_patches_only():
+    for name, path in project_files().items():
+        if name != "engine.vllm_patches":
+            touched = [word for word in VLLM_PATCHED if word in path.read_text()]
+            assert not touched, f"{path.relative_to(ROOT)} touches {touched}: do it in engine/vllm_patches.py"
+
+
 CHAINLIT_INTERNALS = ("chainlit.session", "chainlit.socket", "chainlit.server", "chainlit.user_session",
                       "chainlit.context.init_ws_context", "chainlit.context.init_http_context")
 INTERNALS_DOORS = ("chainlit_patches", "web.", "history.layer")

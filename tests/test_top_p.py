@@ -152,13 +152,13 @@ HELLO = [{"role": "user", "content": "Hello, who are you?"}]
 def handed(engine, monkeypatch):
     """The sampling parameters of every request the engine's vLLM receives, in order."""
     seen = []
-    real = engine._llm.generate
+    real = engine.host.llm.generate
 
     def spy(prompt, params, *args, **kwargs):
         seen.append(params)
         return real(prompt, params, *args, **kwargs)
 
-    monkeypatch.setattr(engine._llm, "generate", spy)
+    monkeypatch.setattr(engine.host.llm, "generate", spy)
     return seen
 
 

