@@ -31,9 +31,12 @@ async def _started(engine_env, idle_minutes: float):
     return engine
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 async def idle_engine(engine_env):
-    """An engine whose idle timer runs (3 s)."""
+    """An engine whose idle timer runs (3 s), for one test: kept for the module, its timer stopped its engine
+    while another test's engine was being built in this process, and that build failed ("Engine core
+    initialization failed", no core process ended): vLLM's start watches its processes' file descriptors, and the
+    other engine's teardown at that moment touched them. The app runs one engine a process."""
     engine = await _started(engine_env, IDLE_MINUTES)
     yield engine
     engine.shutdown()
