@@ -35,8 +35,8 @@ async def _started(engine_env, idle_minutes: float):
 async def idle_engine(engine_env):
     """An engine whose idle timer runs (3 s), for one test: kept for the module, its timer stopped its engine
     while another test's engine was being built in this process, and that build failed ("Engine core
-    initialization failed", no core process ended): vLLM's start watches its processes' file descriptors, and the
-    other engine's teardown at that moment touched them. The app runs one engine a process."""
+    initialization failed", no core process ended) just as the other engine stopped. The app runs one engine a
+    process; two starting and stopping at once in one process is the test's own doing."""
     engine = await _started(engine_env, IDLE_MINUTES)
     yield engine
     engine.shutdown()
