@@ -15,8 +15,8 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 import wiring  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
-from ui import (attachments, chat_files, chat_state, chat_tools, sessions, settings_first, sidebar,  # noqa: E402
-                start_note, text)
+from ui import (attachments, chat_files, chat_state, chat_tools, library, sessions, settings_first,  # noqa: E402
+                sidebar, start_note, text)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
@@ -52,6 +52,9 @@ async def on_message(message: cl.Message):
     if message.command in (chat_state.EXPORT_COMMAND, chat_state.IMPORT_COMMAND):
         await chat_files.on_command(engine, chat_history, message)
         return
+    if message.command == chat_state.LIBRARY_COMMAND or message.content.strip().startswith("/library"):
+        await library.on_command(chat_history, message)
+        return
     if not message.content.strip() and not message.elements:
         await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
         return
@@ -60,11 +63,17 @@ async def on_message(message: cl.Message):
         return
     await settings_first.applied(cl.context.session)  # a settings change sent before this message applies to it
     chat = await chat_state.current(engine)
+    prefs = chat.prefs
+    drawn = await library.with_passages(chat_history, asked, prefs.library, engine.max_model_len,
+                                        prefs.sampling.max_tokens, prefs.system_prompt)
+    if drawn is None:  # it named documents the library does not hold: the chat was told
+        return
+    asked, found = drawn
     turns = chat.turns_before(message.id)
     if not await start_note.ensure_engine(engine, chat):
         chat.waiting = asked  # answered if "Try again" brings the engine up
         return
-    await reply_to(engine, chat_history, chat, turns, asked)
+    await reply_to(engine, chat_history, chat, turns, asked, found=found)
 
 
 @cl.action_callback(start_note.RETRY_ACTION)

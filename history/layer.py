@@ -103,6 +103,20 @@ class HistoryLayer(SQLAlchemyDataLayer):
             return None
         return self.clean_result(rows) if isinstance(rows, list) else rows
 
+    async def execute_all(self, statements: list[tuple[str, dict]]) -> None:
+        """Run `statements` in one transaction: all of them, or none (it raises the database's error)."""
+        if self.sqlite:
+            await asyncio.get_running_loop().run_in_executor(self.sqlite_thread, self._run_all_sqlite, statements)
+            return
+        async with self.engine.begin() as connection:
+            for query, values in statements:
+                await connection.execute(text(query), values)
+
+    def _run_all_sqlite(self, statements: list[tuple[str, dict]]) -> None:
+        with self.sqlite_database.begin() as connection:
+            for query, values in statements:
+                connection.execute(text(query), values)
+
     def _run_sqlite(self, query: str, values: dict):
         with self.sqlite_database.begin() as connection:
             return _rows(connection.execute(text(query), values))

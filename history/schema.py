@@ -45,6 +45,29 @@ ATTACHMENTS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_attachments ("for_id" TEXT
                      '"text" TEXT NOT NULL, PRIMARY KEY ("for_id", "position"))')
 ATTACHMENTS_INDEX = 'CREATE INDEX IF NOT EXISTS chat_attachments_thread ON chat_attachments ("thread_id")'
 APP_TABLES = [LOGINS_TABLE, SESSIONS_TABLE, ATTACHMENTS_TABLE, ATTACHMENTS_INDEX]
+# Each user's library (history/library.py): documents, their passages, and the passages' full-text index: FTS5 on
+# SQLite, a tsvector column with a GIN index on PostgreSQL, both over the words history/passages.py makes.
+LIBRARY_TABLES = [
+    'CREATE TABLE IF NOT EXISTS chat_library_documents ("id" TEXT PRIMARY KEY, "user_identifier" TEXT NOT NULL, '
+    '"name" TEXT NOT NULL, "bytes" INTEGER NOT NULL, "chars" INTEGER NOT NULL, "passages" INTEGER NOT NULL, '
+    '"created_at" TEXT NOT NULL)',
+    'CREATE INDEX IF NOT EXISTS chat_library_documents_user ON chat_library_documents ("user_identifier")',
+]
+_PASSAGES = ('CREATE TABLE IF NOT EXISTS chat_library_passages ("id" TEXT PRIMARY KEY, "document_id" TEXT NOT NULL, '
+             '"position" INTEGER NOT NULL, "user_identifier" TEXT NOT NULL, "text" TEXT NOT NULL{terms})')
+_PASSAGES_INDEX = 'CREATE INDEX IF NOT EXISTS chat_library_passages_document ON chat_library_passages ("document_id")'
+SQLITE_LIBRARY = [_PASSAGES.format(terms=""), _PASSAGES_INDEX,
+                  "CREATE VIRTUAL TABLE IF NOT EXISTS chat_library_index USING fts5(terms, passage_id UNINDEXED, "
+                  "user_identifier UNINDEXED, tokenize='unicode61 remove_diacritics 0')"]
+POSTGRES_LIBRARY = [
+    _PASSAGES.format(terms=', "terms" tsvector NOT NULL'), _PASSAGES_INDEX,
+    'CREATE INDEX IF NOT EXISTS chat_library_passages_terms ON chat_library_passages USING GIN ("terms")',
+    'CREATE INDEX IF NOT EXISTS chat_library_passages_user ON chat_library_passages ("user_identifier")']
+
+
+def app_tables(sqlite: bool) -> list[str]:
+    """CREATE statements for the app's own tables on SQLite or PostgreSQL; safe to run at every start."""
+    return [*APP_TABLES, *LIBRARY_TABLES, *(SQLITE_LIBRARY if sqlite else POSTGRES_LIBRARY)]
 
 
 def database_url(settings) -> str:
@@ -99,7 +122,7 @@ async def create_tables(url: str) -> None:
             if not url.startswith("sqlite"):  # app processes started at once: PostgreSQL's CREATE TABLE IF NOT
                 # EXISTS is no guard against another transaction making the same table (a duplicate-key error)
                 await connection.execute(text(f"SELECT pg_advisory_xact_lock({TABLES_LOCK})"))
-            for statement in [*schema(url.startswith("sqlite")), *APP_TABLES]:
+            for statement in [*schema(url.startswith("sqlite")), *app_tables(url.startswith("sqlite"))]:
                 await connection.execute(text(statement))
     finally:
         await database.dispose()

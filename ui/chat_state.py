@@ -21,6 +21,7 @@ from ui import attachments, reply, sessions, sidebar, start_note, text
 STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
 EXPORT_COMMAND, IMPORT_COMMAND = "Export", "Import"  # ui/chat_files.py
+LIBRARY_COMMAND = "Library"  # ui/library.py
 
 
 @dataclass
@@ -101,10 +102,11 @@ async def _make(engine, thread: dict | None) -> ChatState:
 
 
 def commands() -> list[dict]:
-    """The chips beside the message box: the status, and a chat's export and import."""
+    """The chips beside the message box: the status, a chat's export and import, and the user's library."""
     return [STATUS_COMMAND,
             {"id": EXPORT_COMMAND, "icon": "download", "description": text.label(EXPORT_COMMAND), "button": True},
-            {"id": IMPORT_COMMAND, "icon": "upload", "description": text.label(IMPORT_COMMAND), "button": True}]
+            {"id": IMPORT_COMMAND, "icon": "upload", "description": text.label(IMPORT_COMMAND), "button": True},
+            {"id": LIBRARY_COMMAND, "icon": "library", "description": text.label(LIBRARY_COMMAND), "button": True}]
 
 
 async def _start_engine(engine, state: ChatState) -> None:

@@ -21,7 +21,7 @@ from chainlit_patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, transient
-from ui import attachments, sessions, text
+from ui import attachments, library, sessions, text
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
 PROMPT_KEYS = ("role", "content", "attachments")  # what of a turn the engine is given (not its message id)
@@ -43,6 +43,7 @@ class Reply:
     pending: str = ""
     flushed_at: float = 0.0  # 0: the first token shows at once; later ones are batched
     before: Stats | None = None  # a continued reply: what its earlier part cost
+    found: object = None  # what the library added to the question (ui/library.Found), shown as its sources
 
     @property
     def written(self) -> str:
@@ -70,6 +71,9 @@ class Reply:
         await self.saver.settle()  # a write of the streaming reply must not land over the finished one
         stopped = finish == "abort"
         extra = ["*Stopped.*"] if stats is None else text.notes(stats, stopped)
+        if self.found is not None:
+            extra.append(self.found.sources_line())
+            self.message.elements = library.source_elements(self.found)
         if stats is not None and self.show_stats:
             extra.append(text.stats_line(stats))
         self.message.content = "\n\n".join([text.close_code_fence(answer), *extra]) if answer else "\n\n".join(extra)
@@ -108,7 +112,7 @@ def stored_stats(message: cl.Message) -> Stats | None:
         return None
 
 
-async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None) -> Reply:
+async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None, found=None) -> Reply:
     """The reply's message: a new one, or `going_on`, the reply to continue, shown again as its text alone."""
     if chat.reply is not None:  # the tools are for the latest reply only
         await chat.reply.remove_actions()
@@ -120,7 +124,8 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
         message, going_on.content = going_on, going_on.metadata["answer"]
     chat.reply = message
     before = None if going_on is None else stored_stats(going_on)
-    return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before)
+    return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before,
+                 found=found)
 
 
 async def _busy_notice(engine, layer) -> cl.Message | None:
@@ -133,9 +138,11 @@ async def _busy_notice(engine, layer) -> cl.Message | None:
     return notice
 
 
-async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None = None) -> None:
+async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None = None,
+                   found=None) -> None:
     """Answer the user's turn `asked` (its words and attachments, from `attachments.question`); `going_on`: the
-    reply to `asked` to continue, in its own message, from its stored answer."""
+    reply to `asked` to continue, in its own message, from its stored answer; `found`: what the library added to
+    the question (ui/library.py), named under the reply."""
     keep_settings(layer)
     sessions.remember(layer)
     attachments.keep(layer, asked)
@@ -143,7 +150,7 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
     prompt = [{key: t[key] for key in PROMPT_KEYS if key in t} for t in [*turns, asked]]
     if going_on is not None:
         prompt.append({"role": "assistant", "content": going_on.metadata["answer"]})
-    reply, stats = await _begin(layer, chat, turns, asked, going_on), None
+    reply, stats = await _begin(layer, chat, turns, asked, going_on, found), None
     queued = await _busy_notice(engine, layer)
     try:
         async for item in engine.stream(prompt, chat.prefs.sampling, chat.prefs.system_prompt, request_id,

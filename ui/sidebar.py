@@ -24,6 +24,7 @@ class ChatPreferences:
     system_prompt: str
     show_stats: bool
     preset: str
+    library: bool = False  # answer from the user's library (ui/library.py)
 
 
 def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset | None = None,
@@ -44,6 +45,9 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
                max=longest, step=16, description="At most the context of the running preset."),
         TextInput(id="system_prompt", label="System prompt", initial=prefs.system_prompt, multiline=True),
         Switch(id="show_stats", label="Show what each reply cost", initial=prefs.show_stats),
+        Switch(id="library", label="Answer from my library", initial=prefs.library,
+               description="Each question is answered from the best passages of your documents (the Library "
+                           "command adds them), with their sources. @name in a message picks documents for it."),
     ]
 
 
@@ -89,13 +93,15 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
         raise ValueError(describe(error, prefix=None)) from None
     system_prompt = values.get("system_prompt", previous.system_prompt)
     show_stats = values.get("show_stats", previous.show_stats)
+    library = values.get("library", previous.library)
     preset = values.get("preset", previous.preset)
     if not isinstance(system_prompt, str) or len(system_prompt) > 8000:
         raise ValueError("The system prompt must be text of at most 8000 characters.")
     valid = presets.names(settings.custom_preset)
-    if not isinstance(show_stats, bool) or (preset != previous.preset and preset not in valid):
-        raise ValueError(f"'show stats' must be on or off, and the preset one of: {', '.join(valid)}.")
-    return ChatPreferences(sampling, system_prompt, show_stats, preset)
+    if not isinstance(show_stats, bool) or not isinstance(library, bool) or (preset != previous.preset
+                                                                            and preset not in valid):
+        raise ValueError(f"'show stats' and 'library' must be on or off, and the preset one of: {', '.join(valid)}.")
+    return ChatPreferences(sampling, system_prompt, show_stats, preset, library)
 
 
 def _kept(sampling: Sampling, values: dict) -> dict:

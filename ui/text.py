@@ -24,6 +24,8 @@ WORDS = {
                              "对同一个问题重新回答，替换这条回复"),
     "Export": ("Download this chat as Markdown and JSON", "把这个对话下载为 Markdown 和 JSON"),
     "Import": ("Attach a chat's JSON file to make it a new chat", "附上对话的 JSON 文件，导入为新对话"),
+    "Library": ("Your documents: attach files to add them, or see and remove them",
+                "你的文档库：附上文件即可加入，也可查看或删除"),
 }
 ACTION_ICONS = {"continue_reply": "play", "regenerate_reply": "refresh-cw"}
 
