@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from history import passages
 
-MAX_DOCUMENTS = 200  # a user's library holds at most this many documents
+MAX_DOCUMENTS = 1000  # a user's library holds at most this many documents
 MAX_TEXT_CHARS = 50 * 2**20  # and at most this much text in all (a 300-page book is about 1 MB of text)
 
 
@@ -124,7 +124,7 @@ async def remove(layer, user: str, document_id: str) -> bool:
 async def search(layer, user: str, question: str, most: int = 5, only: list[str] | None = None) -> list[Passage]:
     """The `most` passages of `user`'s library that best match `question`, best first; `only`: these document ids.
     None when the question has no word to search by."""
-    words = list(dict.fromkeys(passages.terms(question)))
+    words = passages.question_terms(question)
     if not words:
         return []
     values: dict = {"user": user, "most": most}

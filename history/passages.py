@@ -89,6 +89,20 @@ def terms(text: str) -> list[str]:
     return found
 
 
+# Words too common to tell passages apart, left out of a question's search (the index keeps them): with any word
+# of the question matching, they would rank long texts that merely use them often (docs/library.md).
+STOPWORDS = frozenset("""a an and are as at be by can could do does did for from had has have how i if in into is
+it its me my of on or our should so that the their then there these this to was we were what when where which
+who why will with would you your""".split())
+
+
+def question_terms(question: str) -> list[str]:
+    """The words a question is searched by: its terms without the STOPWORDS, each once (all of them when the
+    question has nothing else)."""
+    words = list(dict.fromkeys(terms(question)))
+    return [word for word in words if word not in STOPWORDS] or words
+
+
 def indexed(text: str) -> str:
     """The text the full-text index holds for a passage: its terms, separated by spaces."""
     return " ".join(terms(text))
