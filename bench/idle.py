@@ -56,7 +56,9 @@ async def measure(preset: str, model: str, cycles: int, take: bool) -> dict:
     engine = ChatEngine(load_settings(model=model, preset=preset, idle_minutes=1440))  # asleep when told to
 
     def held() -> float:
-        return round(watch.used_gib() if watch.gpu else hardware.memory_bytes(list(engine.host.pids if engine.host else [])) / GIB, 3)
+        if watch.gpu:
+            return round(watch.used_gib(), 3)
+        return round(hardware.memory_bytes(list(engine.host.pids if engine.host else [])) / GIB, 3)
 
     began = time.perf_counter()
     await engine.ensure_started()
