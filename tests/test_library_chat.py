@@ -1,0 +1,122 @@
+"""The library through a real server with sign-in, on SQLite and on PostgreSQL: a user adds a file with the Library
+command, sees it listed, asks with "Answer from my library" on and gets the right passage in the prompt with its
+source under the reply, picks a document with @name, and removes it; another user sees none of it; a bad file
+is refused with nothing stored; a restart keeps the library. The tiny model's words are gibberish, so what is
+judged is what the app put in the prompt (the question's stored attachment) and what it shows."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.chat_client import ChatClient
+from harness.postgres import PostgresServer, postgres_bin
+from harness.presets import APP_PRESET
+from harness.server import ChainlitServer
+from harness.stored import SECRET, add_user
+
+LABELLED = json.loads((Path(__file__).parent / "data" / "library_set.json").read_text())
+MANUAL = "\n\n".join(LABELLED["documents"]["kettle-manual.txt"]).encode()
+PLANTS = "\n\n".join(LABELLED["documents"]["养花笔记.txt"]).encode()
+
+
+async def command(chat: ChatClient, text: str = "", files: list[str] = ()) -> str:
+    """Send the Library command; the text of what the app answered."""
+    before = set(chat.messages)
+    await chat.send(text, command="Library", files=list(files))
+    await chat.wait_idle()
+    return "\n".join(m.content for m in chat.messages.values() if m.id not in before and m.type != "user_message")
+
+
+async def upload(chat: ChatClient, name: str, data: bytes, mime: str = "text/plain") -> str:
+    uploaded = await chat.upload(name, data, mime)
+    assert uploaded.status_code == 200, uploaded.text
+    return uploaded.json()["id"]
+
+
+def stored_prompt_text(database, sqlite_path) -> str:
+    """Every question's stored attachment text (what went into the prompt besides the words)."""
+    sql = "SELECT text FROM chat_attachments"
+    if sqlite_path is not None:
+        import sqlite3
+
+        with sqlite3.connect(sqlite_path) as db:
+            return "\n".join(row[0] for row in db.execute(sql))
+    return database.query(sql)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history(request, engine_env, tmp_path):
+    """A server's environment with sign-in (alice and bob) on either database."""
+    if request.param == "postgresql":
+        if postgres_bin() is None:
+            pytest.skip("needs Debian's postgresql (scripts/setup.sh --dev installs it)")
+        database = PostgresServer().start()
+        env, sqlite_path = {**engine_env, "CHAT_DATABASE_URL": database.url}, None
+    else:
+        database, sqlite_path = None, tmp_path / "chats.db"
+        env = {**engine_env, "CHAT_HISTORY_DB": str(sqlite_path)}
+    env = {**env, **SECRET, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_API": "false"}
+    add_user(env, "alice", "alice-password")
+    add_user(env, "bob", "bob-password")
+    yield env, database, sqlite_path
+    if database is not None:
+        database.stop()
+
+
+async def test_a_users_library_answers_their_questions_with_sources_and_nobody_elses(history, tmp_path):
+    env, database, sqlite_path = history
+    server = ChainlitServer(env, tmp_path / "one.log", host="0.0.0.0").start()
+    try:
+        alice = await ChatClient(server.url, "alice", "alice-password").connect()
+        await alice.change_settings({"max_tokens": 16})
+        assert "Your library is empty" in await command(alice)
+
+        bad = await upload(alice, "photo.txt", b"\x89PNG\r\n\x1a\n\x00\x00binary")
+        refused = await command(alice, files=[bad])
+        assert "Not added: photo.txt is not a text file" in refused
+        assert "Your library is empty" in await command(alice), "a refused file leaves nothing behind"
+
+        added = await command(alice, files=[await upload(alice, "kettle-manual.txt", MANUAL),
+                                            await upload(alice, "养花笔记.txt", PLANTS)])
+        assert "Added to your library: **kettle-manual.txt**" in added and "养花笔记.txt" in added
+        listed = await command(alice)
+        assert "| 1 | kettle-manual.txt |" in listed and "| 2 | 养花笔记.txt |" in listed
+
+        await alice.change_settings({"library": True})
+        reply = await alice.ask("How often should I descale the kettle?")
+        assert "From your library: " in reply.content and "[1] kettle-manual.txt, passage 1" in reply.content
+        assert any(element.get("name", "").startswith("[1] kettle-manual.txt") for element in alice.elements)
+        assert "Descale the kettle once a month" in stored_prompt_text(database, sqlite_path)
+
+        await alice.change_settings({"library": False})
+        picked = await alice.ask("@养花 虎尾兰冬天多久浇一次水？")
+        assert "[1] 养花笔记.txt" in picked.content and "kettle-manual" not in picked.content.split("From your")[-1]
+        before = set(alice.messages)
+        await alice.send("What does @nosuchdoc say?")
+        await alice.wait_idle()
+        told = "\n".join(m.content for m in alice.messages.values() if m.id not in before)
+        assert "no document in your library is named @nosuchdoc" in told
+        plain = await alice.ask("How often should I descale the kettle?")
+        assert "From your library" not in plain.content, "with the switch off and no @name, the library is not used"
+        await alice.close()
+
+        bob = await ChatClient(server.url, "bob", "bob-password").connect()
+        await bob.change_settings({"max_tokens": 16, "library": True})
+        assert "Your library is empty" in await command(bob), "bob does not see alice's documents"
+        answer = await bob.ask("How often should I descale the kettle?")
+        assert "From your library" not in answer.content
+        await bob.close()
+    finally:
+        assert server.stop() == 0
+
+    server = ChainlitServer(env, tmp_path / "two.log", host="0.0.0.0").start()  # a restart keeps the library
+    try:
+        alice = await ChatClient(server.url, "alice", "alice-password").connect()
+        assert "| 1 | kettle-manual.txt |" in await command(alice)
+        assert "Removed **kettle-manual.txt**" in await command(alice, "remove 1")
+        assert "| 1 | 养花笔记.txt |" in await command(alice) and "kettle" not in await command(alice)
+        assert "No document in your library is 'kettle'" in await command(alice, "remove kettle")
+        await alice.close()
+    finally:
+        assert server.stop() == 0
