@@ -12,7 +12,7 @@ from engine.engine import shared_engine
 from history import layer as history_layer
 from ui import attachments, chat_state, reconnect, sessions, settings_first
 from web import guard, signin
-from web.api_route import GUARDED_PATHS, open_api
+from web.api_route import GUARDED_PATHS, open_api, open_library
 from web.listen import chosen_port, exit_if_port_taken, is_loopback
 
 
@@ -37,6 +37,7 @@ def install():
     if layer is not None:
         layer.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
     loopback = is_loopback(chosen_port()[0])
+    open_library(engine, layer, loopback)  # the API's `library` field
     signin.install(loopback, layer, engine.settings.history_db.parent)
     guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)
     return engine, layer

@@ -17,6 +17,7 @@ import json
 import logging
 from dataclasses import dataclass
 
+from api import library_field
 from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
@@ -57,6 +58,11 @@ class ApiGate:
     def __init__(self, engine):
         self.engine = engine
         self._models: dict | None = None  # vLLM's request models by path, imported on first use
+        self.library_layer = None  # the history's data layer, where the `library` field reads (api/library_field.py)
+        self.library_user: str | None = None  # whose library that field reads; None: nobody's here
+
+    def use_library(self, layer, user: str | None) -> None:
+        self.library_layer, self.library_user = layer, user
 
     async def __call__(self, scope, receive, send) -> None:
         if await _refused(self.engine, scope, send):
@@ -65,6 +71,12 @@ class ApiGate:
         if body is None:
             return await _error(send, 413, f"The request body is larger than {MAX_BODY_BYTES // 2**20} MiB; "
                                            "send a shorter prompt.", "RequestTooLarge")
+        sources = None
+        if scope.get("path", "").rstrip("/") == CHAT_PATH and body:
+            try:
+                body, sources = await library_field.apply(body, self.library_layer, self.library_user)
+            except library_field.FieldRefused as why:
+                return await _error(send, 400, str(why), "BadRequestError", library_field.FIELD)
         try:
             cost = await self._cost(scope, body)
             problem = cost and cost.too_many(await self._slots())
@@ -84,7 +96,7 @@ class ApiGate:
         if problem:
             return await _error(send, 400, problem, "BadRequestError", cost.field)
         async with self.engine.admit(API, cost.sequences if cost else 0):
-            await app(scope, replay(body, receive), send)
+            await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
 
     async def _cost(self, scope, body: bytes) -> Cost | None:
         """What the request asks of the engine; None when it generates nothing (e.g. /v1/models)."""
@@ -189,6 +201,19 @@ async def _error(send, status: int, message: str, kind: str, param: str | None =
         headers.append((b"retry-after", str(RETRY_AFTER_S).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _with_sources(send, sources: str):
+    """`send` with the library's sources as the response's `X-Library-Sources` header (percent-encoded UTF-8)."""
+    from urllib.parse import quote
+
+    async def sending(message) -> None:
+        if message["type"] == "http.response.start":
+            value = quote(sources, safe=" [],;:.").encode("latin-1")
+            message = {**message, "headers": [*message.get("headers", []), (b"x-library-sources", value)]}
+        await send(message)
+
+    return sending
 
 
 def shared_gate(engine) -> ApiGate:

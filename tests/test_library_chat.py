@@ -120,3 +120,31 @@ async def test_a_users_library_answers_their_questions_with_sources_and_nobody_e
         await alice.close()
     finally:
         assert server.stop() == 0
+
+
+async def test_the_api_answers_from_the_library_of_this_machines_user_on_loopback_and_says_why_not_elsewhere(
+        engine_env, tmp_path):
+    import openai
+
+    env = {**engine_env, "CHAT_HISTORY_DB": str(tmp_path / "chats.db"), "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)}
+    server = ChainlitServer(env, tmp_path / "loopback.log").start()
+    try:
+        chat = await ChatClient(server.url).connect()
+        assert "Added to your library" in await command(chat, files=[await upload(chat, "kettle-manual.txt", MANUAL)])
+        await chat.close()
+        api = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused-on-loopback", max_retries=0, timeout=300)
+        asked = [{"role": "user", "content": "How often should I descale the kettle?"}]
+        plain = await api.chat.completions.create(model=env["CHAT_MODEL"], max_tokens=4, messages=asked)
+        raw = await api.chat.completions.with_raw_response.create(
+            model=env["CHAT_MODEL"], max_tokens=4, messages=asked, extra_body={"library": ["kettle"]})
+        assert raw.headers["x-library-sources"].startswith("[1] kettle-manual.txt, passage 1")
+        answered = raw.parse()
+        assert answered.usage.prompt_tokens > plain.usage.prompt_tokens + 50, "the passages went into the prompt"
+        with pytest.raises(openai.BadRequestError, match="No document in the library is named nothing"):
+            await api.chat.completions.create(model=env["CHAT_MODEL"], max_tokens=4, messages=asked,
+                                              extra_body={"library": ["nothing"]})
+        with pytest.raises(openai.BadRequestError, match="must be true"):
+            await api.chat.completions.create(model=env["CHAT_MODEL"], max_tokens=4, messages=asked,
+                                              extra_body={"library": "all of it"})
+    finally:
+        assert server.stop() == 0

@@ -63,6 +63,15 @@ def open_api(engine) -> None:
         serve_api(shared_gate(engine), metrics_app(engine))
 
 
+def open_library(engine, layer, loopback: bool) -> None:
+    """Let the API's `library` field read the library of this machine's own user, on loopback only
+    (api/library_field.py says why)."""
+    from web.signin import LOCAL_USER
+
+    if engine.serves_api and engine.settings.api:
+        shared_gate(engine).use_library(layer, LOCAL_USER if loopback else None)
+
+
 def exit_if_api_unguarded(host: str, settings) -> None:
     if settings.api and settings.api_key is None and not is_loopback(host):
         print(f"ERNIE Chat cannot start: it listens on {host}, so its OpenAI-compatible API (/v1) would be open "
