@@ -321,3 +321,61 @@ def test_an_open_tab_goes_on_in_its_own_chat_after_the_server_restarts(engine_en
             (threads, asked)
     finally:
         assert second.stop() == 0
+
+
+def test_a_document_added_to_the_library_answers_a_question_with_its_source(app_server, browser, tmp_path):
+    """The Library chip with a file attached adds it; @name in a question answers from it, its source named under
+    the reply and shown beside it. `bash scripts/screenshot.sh` keeps the picture as docs/library.png."""
+    from selenium.common.exceptions import (ElementNotInteractableException, StaleElementReferenceException,
+                                            WebDriverException)
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    manual = tmp_path / "kettle-manual.txt"
+    manual.write_text("\n\n".join(__import__("json").loads(
+        (Path(__file__).parent / "data" / "library_set.json").read_text())["documents"]["kettle-manual.txt"]))
+    wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+    browser.get(app_server.url)
+    wait.until(ready.element_to_be_clickable((By.ID, "upload-button")), "no paperclip in the chat input")
+
+    def attach(driver) -> bool:
+        try:
+            driver.find_element(By.ID, "upload-button-input").send_keys(str(manual))
+            return True
+        except (StaleElementReferenceException, ElementNotInteractableException):
+            return False
+
+    def click(element_id: str):
+        def clicking(driver) -> bool:
+            try:
+                driver.find_element(By.ID, element_id).click()
+                return True
+            except WebDriverException:
+                return False
+        return clicking
+
+    def ask(driver) -> bool:
+        try:
+            box = driver.find_element(By.ID, "chat-input")
+            box.send_keys("@kettle How often should I descale it?")
+            box.send_keys(Keys.ENTER)
+            return True
+        except (StaleElementReferenceException, ElementNotInteractableException):
+            return False
+
+    wait.until(attach)
+    wait.until(lambda d: "kettle-manual.txt" in d.find_element(By.TAG_NAME, "body").text, "the file is not shown")
+    wait.until(click("command-Library"), "no Library chip to click")  # the chip marks the message: then send it
+    wait.until(click("chat-submit"), "no send button to click")
+    wait.until(lambda d: "Added to your library" in d.find_element(By.TAG_NAME, "body").text,
+               "the Library chip with a file attached did not add it")
+    wait.until(ask)
+    wait.until(lambda d: "From your library" in d.find_element(By.TAG_NAME, "body").text,
+               "the question that named the document was not answered from it")
+    assert "[1] kettle-manual.txt, passage 1" in browser.find_element(By.TAG_NAME, "body").text
+    sources = browser.find_element(By.XPATH, "(//*[contains(text(), 'From your library')])[last()]")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", sources)
+    picture = Path(os.environ.get("CHAT_SCREENSHOT_LIBRARY") or tmp_path / "library.png")
+    assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000

@@ -40,7 +40,8 @@ class Found:
 
     def sources_line(self) -> str:
         places = " · ".join(f"[{n}] {p.document}, passage {p.position + 1}" for n, p in enumerate(self.passages, 1))
-        return f"*From your library: {len(self.passages)} passages, about {self.tokens} tokens — {places}*"
+        count = f"{len(self.passages)} passage{'s' if len(self.passages) > 1 else ''}"
+        return f"*From your library: {count}, about {self.tokens} tokens — {places}*"
 
 
 def _user() -> str:
