@@ -183,12 +183,59 @@ def _without_prefix_cache(make):
     return kwargs
 
 
+def tokenizer_rows() -> list[dict]:
+    """Recall@5 of the labelled questions, Chinese and English apart, by how FTS5 tokenizes: its default unicode61
+    over the raw text, its trigram tokenizer over the raw text (the question as its 3-character pieces), and
+    unicode61 over history/passages.py's words (Chinese as character pairs), the app's choice. The labelled
+    documents alone, split as the app splits them and one paragraph a passage (smaller, more passages)."""
+    import re
+    import sqlite3
+
+    from history import passages
+
+    documents = LABELLED["documents"]
+    splits = {"as the app splits": [p for ps in documents.values() for p in passages.split("\n\n".join(ps))],
+              "one paragraph a passage": [p for ps in documents.values() for p in ps]}
+    rows = []
+    for split, texts in splits.items():
+        for kind in ("unicode61", "trigram", "pairs (the app)"):
+            db = sqlite3.connect(":memory:")
+            tokenize = "trigram" if kind == "trigram" else "unicode61"
+            db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, raw UNINDEXED, tokenize='{tokenize}')")
+            for text in texts:
+                db.execute("INSERT INTO t VALUES (?, ?)", (passages.indexed(text) if kind.startswith("pairs")
+                                                           else text, text))
+            row = {"split": split, "tokenizer": kind}
+            for language, questions in (("chinese", [q for q in LABELLED["questions"] if not q["q"].isascii()]),
+                                        ("english", [q for q in LABELLED["questions"] if q["q"].isascii()])):
+                hits = 0
+                for question in questions:
+                    if kind.startswith("pairs"):
+                        words = passages.question_terms(question["q"])
+                    elif kind == "unicode61":
+                        words = re.findall(r"\w+", question["q"].lower())
+                    else:
+                        plain = re.sub(r"\W", "", question["q"])
+                        words = [plain[i:i + 3] for i in range(len(plain) - 2)] or [plain]
+                    query = " OR ".join(f'"{word}"' for word in words)
+                    found = [r[0] for r in db.execute("SELECT raw FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 5",
+                                                      (query,))]
+                    hits += any(question["answer"] in text for text in found)
+                row[f"{language}_recall_at_5"] = round(hits / len(questions), 2)
+            rows.append(row)
+    return rows
+
+
 def table(rows: list[dict], engine_rows: list[dict]) -> str:
     lines = ["| Database | 300-page PDF added (read) | passages | 1,000 documents: search median / p95 | recall@5 |",
              "|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['database']} | {r['pdf_add_s']} s ({r['pdf_read_s']} s) | {r['pdf_passages']} | "
                      f"{r['search_ms_median']} / {r['search_ms_p95']} ms | {r['recall_at_5']} |")
+    tokenizers = tokenizer_rows()
+    lines += ["", "| Split | FTS5 tokenizer | recall@5 Chinese | English |", "|---|---|---|---|"]
+    lines += [f"| {r['split']} | {r['tokenizer']} | {r['chinese_recall_at_5']} | {r['english_recall_at_5']} |"
+              for r in tokenizers]
     if engine_rows:
         lines += ["", "| Prefix cache | first token alone | with passages, first | again (cached tokens) |",
                   "|---|---|---|---|"]
@@ -235,7 +282,8 @@ def main() -> None:
     engine_rows = [] if args.skip_engine else [asyncio.run(first_tokens(args.model, cache)) for cache in (True, False)]
     print(table(rows, engine_rows))
     stem = Path(args.out) / f"library-{time.strftime('%Y%m%d-%H%M%S')}"
-    stem.with_suffix(".json").write_text(json.dumps({"databases": rows, "first_token": engine_rows}, indent=1))
+    stem.with_suffix(".json").write_text(json.dumps({"databases": rows, "first_token": engine_rows,
+                                                     "tokenizers": tokenizer_rows()}, indent=1))
     plot(rows, engine_rows, stem.with_suffix(".png"))
     print(f"wrote {stem}.json and .png")
 
