@@ -85,7 +85,7 @@ async def _engine(folder):
 async def test_each_layout_starts_and_its_replies_stop_at_the_end_of_sentence(model, request):
     chat = await _engine(request.getfixturevalue(model))
     try:
-        assert chat.stop_ids == [2, END_ID]
+        assert chat.host.stop_ids == [2, END_ID]
         for _ in range(3):
             deltas, stats = await collect(chat.stream([{"role": "user", "content": "Hello!"}],
                                                       Sampling(max_tokens=1000)))
