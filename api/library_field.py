@@ -11,12 +11,9 @@ guessing a user. The passages used are named in the response's `X-Library-Source
 
 import json
 
-from history import library, passages
+from history import library
 
 FIELD = "library"
-MOST_PASSAGES = 6
-MOST_TOKENS = 2048
-TOKENS_PER_UNIT = 1.3
 
 
 class FieldRefused(Exception):
@@ -55,16 +52,9 @@ async def apply(body: bytes, layer, user: str | None) -> tuple[bytes, str | None
         if not only:
             raise FieldRefused(f"No document in the library is named {', '.join(wanted) or '(none given)'}; "
                                f"it holds: {', '.join(d.name for d in documents) or 'nothing yet'}.")
-    found, kept, used = await library.search(layer, user, asked["content"], MOST_PASSAGES, only), [], 0
-    for passage in found:
-        cost = int(passages.size(passage.text) * TOKENS_PER_UNIT) + 1
-        if used + cost > MOST_TOKENS:
-            break
-        kept.append(passage)
-        used += cost
+    found = await library.search(layer, user, asked["content"], library.MOST_PASSAGES, only)
+    kept, _ = library.fitting(found, library.MOST_TOKENS)
     if kept:
-        block = "\n\n".join(f"[{n}] {p.document}, passage {p.position + 1}:\n{p.text}" for n, p in enumerate(kept, 1))
-        asked["content"] = ("Passages from the user's documents, numbered; answer from them and cite the numbers "
-                            f"you use.\n\n{block}\n\n{asked['content']}")
-    sources = "; ".join(f"[{n}] {p.document}, passage {p.position + 1}" for n, p in enumerate(kept, 1))
+        asked["content"] = f"{library.prompt_text(kept)}\n\n{asked['content']}"
+    sources = "; ".join(library.place(n, p) for n, p in enumerate(kept, 1))
     return json.dumps(request).encode(), sources or None

@@ -71,6 +71,38 @@ _POSTGRES_SEARCH = (
     'ORDER BY score DESC LIMIT :most')
 
 
+MOST_PASSAGES = 6  # at most this many passages go with a question
+MOST_TOKENS = 2048  # and at most about this many tokens of them
+TOKENS_PER_UNIT = 1.3  # the model's tokens for one of passages.size's units (a word of English: about 1.3)
+INSTRUCTION = "Passages from the user's documents, numbered; answer from them and cite the numbers you use."
+
+
+def tokens(text: str) -> int:
+    """About how many of the model's tokens `text` is."""
+    return int(passages.size(text) * TOKENS_PER_UNIT) + 1
+
+
+def fitting(found: list["Passage"], room: int) -> tuple[list["Passage"], int]:
+    """The best passages of `found` (best first) while their tokens fit `room`, and those tokens."""
+    kept, used = [], 0
+    for passage in found:
+        cost = tokens(passage.text)
+        if used + cost > room:
+            break
+        kept.append(passage)
+        used += cost
+    return kept, used
+
+
+def place(number: int, passage: "Passage") -> str:
+    return f"[{number}] {passage.document}, passage {passage.position + 1}"
+
+
+def prompt_text(kept: list["Passage"]) -> str:
+    """The passages as the model reads them: numbered, each with its document and place, after the instruction."""
+    return INSTRUCTION + "\n\n" + "\n\n".join(f"{place(n, p)}:\n{p.text}" for n, p in enumerate(kept, 1))
+
+
 def _rows(result) -> list[dict]:
     return result if isinstance(result, list) else []
 

@@ -15,14 +15,11 @@ from dataclasses import dataclass
 
 import chainlit as cl
 
-from history import library, passages
+from history import library
 from ui import attachments
 
 COMMAND = "Library"
 LIBRARY_ATTACHMENT = "From your library"
-MOST_PASSAGES = 6  # at most this many passages a question
-MOST_TOKENS = 2048  # and at most about this many tokens of them, less where the context is short
-TOKENS_PER_UNIT = 1.3  # the model's tokens for one of passages.size's units (a word of English: about 1.3)
 _PICKED = re.compile(r'(?:^|\s)@(?:"([^"]+)"|(\S+))')
 NO_HISTORY = ("The library is kept in the chat history's database, which is off on this server "
               "(CHAT_HISTORY=false): turn it on and restart to keep documents.")
@@ -39,7 +36,7 @@ class Found:
     tokens: int
 
     def sources_line(self) -> str:
-        places = " · ".join(f"[{n}] {p.document}, passage {p.position + 1}" for n, p in enumerate(self.passages, 1))
+        places = " · ".join(library.place(n, p) for n, p in enumerate(self.passages, 1))
         count = f"{len(self.passages)} passage{'s' if len(self.passages) > 1 else ''}"
         return f"*From your library: {count}, about {self.tokens} tokens — {places}*"
 
@@ -137,13 +134,9 @@ def budget(context: int | None, max_tokens: int, system_prompt: str, question: s
     half of it), the system prompt and the question, and no more than MOST_TOKENS; the chat's earlier turns are
     trimmed to make room as they are for attachments (engine/chat.py)."""
     if not context:
-        return MOST_TOKENS
-    left = context - min(max_tokens, context // 2) - _tokens(system_prompt) - _tokens(question) - 64
-    return max(0, min(MOST_TOKENS, left))
-
-
-def _tokens(text: str) -> int:
-    return int(passages.size(text) * TOKENS_PER_UNIT) + 1
+        return library.MOST_TOKENS
+    left = context - min(max_tokens, context // 2) - library.tokens(system_prompt) - library.tokens(question) - 64
+    return max(0, min(library.MOST_TOKENS, left))
 
 
 async def with_passages(layer, asked: dict, on: bool, context: int | None, max_tokens: int,
@@ -166,25 +159,16 @@ async def with_passages(layer, asked: dict, on: bool, context: int | None, max_t
     if not (on or chosen):
         return asked, None
     words = _PICKED.sub(" ", question) if chosen else question
-    found = await library.search(layer, user, words, MOST_PASSAGES, [d.id for d in chosen] or None)
-    room, kept, used = budget(context, max_tokens, system_prompt, question), [], 0
-    for passage in found:
-        cost = _tokens(passage.text)
-        if used + cost > room:
-            break
-        kept.append(passage)
-        used += cost
+    found = await library.search(layer, user, words, library.MOST_PASSAGES, [d.id for d in chosen] or None)
+    kept, used = library.fitting(found, budget(context, max_tokens, system_prompt, question))
     if not kept:
         return asked, None
-    block = "\n\n".join(f"[{n}] {p.document}, passage {p.position + 1}:\n{p.text}" for n, p in enumerate(kept, 1))
-    text = ("Passages from the user's documents, numbered; answer from them and cite the numbers you use.\n\n"
-            + block)
-    part = {"name": LIBRARY_ATTACHMENT, "text": text}
+    part = {"name": LIBRARY_ATTACHMENT, "text": library.prompt_text(kept)}
     return {**asked, "attachments": [*asked.get("attachments", []), part]}, Found(kept, used)
 
 
 def source_elements(found: Found) -> list[cl.Text]:
     """Each passage the reply drew on, as an element beside it: the passage's text, named by number, document
     and place."""
-    return [cl.Text(name=f"[{n}] {p.document}, passage {p.position + 1}", content=p.text, display="side")
+    return [cl.Text(name=library.place(n, p), content=p.text, display="side")
             for n, p in enumerate(found.passages, 1)]
