@@ -74,7 +74,8 @@ async def _add(layer, files) -> None:
             text = await asyncio.to_thread(attachments.read, element.path)
             size = os.path.getsize(element.path)
             document = await library.add(layer, user, element.name, size, text)
-            added.append(f"**{document.name}** ({_size_text(size)}, {document.passages} passages)")
+            count = f"{document.passages} passage{'s' if document.passages > 1 else ''}"
+            added.append(f"**{document.name}** ({_size_text(size)}, {count})")
         except (attachments.Refused, library.LibraryFull) as why:
             problems.append(f"{element.name} {why}.")
         except OSError as error:
