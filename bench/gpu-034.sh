@@ -18,6 +18,10 @@
 #             CUDA build (sources in /tmp/stash/llama-src.tar.gz; built on cores 8-15 from the first step on, the
 #             steps run on cores 0-7)
 #   profile34 `bench.startup --runs 2 --profile` on 0.34: py-spy on the server and its engine through the start
+#   tests34   the engine's GPU paths as tests on 0.34: tests/test_gpu_host.py (spawned core, GPU memory, sleep mode,
+#             Stop, switch, kill, shutdown) with `CHAT_TEST_DEVICE=cuda`, and tests/test_vllm_seams.py and
+#             tests/test_engine_states.py against the GPU's vLLM (the tiny model from /tmp/stash/tiny-ernie when
+#             carried there, else made there)
 # Dec 4's run also had options34, step34 and alt34 (`bench.engine_options`, `bench.step_time`, one-off
 # experiments): they run from a checkout of commit 75a5bb3, whose bench/gpu-034.sh has those steps.
 # Results: /tmp/bench-034/<step>/, progress in /tmp/bench-034/progress.log.
@@ -76,6 +80,12 @@ case "${1:-}" in
           mkdir -p $results/$step; log "$step: start"
           PATH=/tmp/site034/bin:/tmp/site/bin:$PATH python3 -m bench.startup --model $model --runs 2 --profile \
             --out $results/$step > $results/$step/stdout.log 2>&1
+          log "$step: exit $?" ;;
+        tests34)
+          mkdir -p $results/$step models; log "$step: start"
+          [ -d models/tiny-ernie ] || cp -r /tmp/stash/tiny-ernie models/ 2> /dev/null
+          CHAT_TEST_DEVICE=cuda python3 -m pytest tests/test_gpu_host.py tests/test_vllm_seams.py \
+            tests/test_engine_states.py -p no:cacheprovider -rA > $results/$step/stdout.log 2>&1
           log "$step: exit $?" ;;
         idle34)
           mkdir -p $results/$step; log "$step: start"
