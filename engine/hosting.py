@@ -31,7 +31,8 @@ class VllmHost:
         self.tokenizer = None
         self.stop_ids: list[int] = []
         self.pids: set[int] = set()  # the processes vLLM started for this engine
-        self.asleep = False  # in vLLM's sleep mode (a GPU engine only)
+        self.sleep_mode = False  # built with vLLM's sleep mode (a GPU engine whose idle timer runs)
+        self.asleep = False  # in vLLM's sleep mode
         self.stopped = threading.Event()  # set when it is stopped on purpose: its end is then no crash
         self._building_beside: set[int] | None = None  # during the build: the processes that were there before
         self._gpu_baseline = hardware.gpu_used_bytes() if device.kind == "cuda" else None
@@ -45,6 +46,7 @@ class VllmHost:
         """vLLM's constructor, in a thread; `waiting()` is awaited about once a second meanwhile (progress). A
         failed build raises `explain(error, what the engine's processes printed since the build began)`."""
         self._building_beside = hardware.child_pids()
+        self.sleep_mode = bool(kwargs.get("enable_sleep_mode"))
         mark = ENGINE_OUTPUT.mark()
         try:
             with ENGINE_OUTPUT.capturing():  # the engine process keeps these pipes as its stdout and stderr
@@ -68,8 +70,9 @@ class VllmHost:
 
     @property
     def sleeps_on_device(self) -> bool:
-        """Whether it falls asleep in vLLM's sleep mode (a GPU engine); a CPU engine, which has none, stops."""
-        return self.llm is not None and self.device.kind == "cuda"
+        """Whether it falls asleep in vLLM's sleep mode: a GPU engine built with it. Any other engine stops (a CPU
+        engine has no sleep mode; on a GPU engine built without it, vLLM's sleep keeps all of its memory)."""
+        return self.llm is not None and self.device.kind == "cuda" and self.sleep_mode
 
     async def sleep(self) -> None:
         await self.llm.sleep(SLEEP_LEVEL)

@@ -47,7 +47,9 @@ def alive(pids) -> list[psutil.Process]:
 @pytest.fixture(scope="module")
 async def gpu_engine(tiny_model):
     baseline = hardware.gpu_used_bytes()
-    engine = ChatEngine(load_settings(model=str(tiny_model), preset="custom", custom_preset=TEST_PRESET))
+    # idle minutes on, as a user's engine has them: it is built with vLLM's sleep mode (the timer never fires here)
+    engine = ChatEngine(load_settings(model=str(tiny_model), preset="custom", custom_preset=TEST_PRESET,
+                                      idle_minutes=60))
     await engine.ensure_started()
     yield engine, baseline
     engine.shutdown()
@@ -91,6 +93,23 @@ async def test_sleep_gives_the_gpu_memory_back_and_a_message_wakes_it(gpu_engine
     await engine.ensure_started()
     assert engine.state == "ready" and set(engine.host.pids) == pids
     assert await generated(engine, 10) == 10
+
+
+async def test_an_engine_built_without_sleep_mode_stops_when_asked_to_sleep(tiny_model):
+    """With the idle timer off (`CHAT_IDLE_MINUTES=0`) vLLM is built without sleep mode, whose sleep would keep all
+    of the engine's memory: asked to sleep, it stops and gives the memory back, and the next message starts it."""
+    baseline = hardware.gpu_used_bytes()
+    engine = ChatEngine(load_settings(model=str(tiny_model), preset="custom", custom_preset=TEST_PRESET,
+                                      idle_minutes=0))
+    try:
+        await engine.ensure_started()
+        pids = set(engine.host.pids)
+        assert await engine.fall_asleep()
+        assert engine.state == "asleep" and not alive(pids) and engine.held_memory_gib is None
+        assert await asyncio.to_thread(hardware.wait_gpu_memory_back, baseline) <= 64 * 2**20
+        assert await generated(engine, 10) == 10
+    finally:
+        engine.shutdown()
 
 
 async def test_a_switch_ends_the_old_engine_and_gives_its_memory_back(gpu_engine):

