@@ -59,10 +59,16 @@ class ChatClient:
         self.sio.on("remove_action", lambda action: self.actions.remove(action) if action in self.actions else None)
         self.elements: list[dict] = []  # files and other elements the server sent with messages
         self.sio.on("element", self.elements.append)
-        self.sio.on("first_interaction", lambda data: setattr(self, "thread_id", data["thread_id"]))
+        self.sio.on("first_interaction", self._on_first_interaction)
+        self.asked_once = False  # whether this tab sent a message: the server then owes it its thread's id
+        self._thread_known = asyncio.Event()
         self._resume_answered = asyncio.Event()
         self.sio.on("resume_thread", lambda thread: self._answered_resume(thread, None))
         self.sio.on("resume_thread_error", lambda error: self._answered_resume(None, error))
+
+    def _on_first_interaction(self, data: dict) -> None:
+        self.thread_id = data["thread_id"]
+        self._thread_known.set()
 
     def _answered_resume(self, thread: dict | None, error: str | None) -> None:
         self.resumed, self.resume_error = thread, error
@@ -115,7 +121,15 @@ class ChatClient:
         """The chat has opened: its sidebar came."""
         await asyncio.wait_for(self._ready.wait(), timeout)
 
-    async def close(self) -> None:
+    async def close(self, thread_within_s: float = 60) -> None:
+        """Close the tab. One that sent a message is closed once it knows its chat's thread id, as the page's
+        address shows it: Chainlit sends the id after it stored the thread, which on a busy database comes after a
+        short reply, and the chat is found again (reopened, looked up in the database) by that id."""
+        if self.asked_once and not self.thread_id and self.sio.connected:
+            try:
+                await asyncio.wait_for(self._thread_known.wait(), thread_within_s)
+            except asyncio.TimeoutError:
+                pass  # closed without it: a test that needs the id says so where it reads it
         await self.sio.disconnect()
 
     def _on_message(self, step: dict) -> Shown:
@@ -185,6 +199,7 @@ class ChatClient:
         step = {"id": message_id, "threadId": "", "createdAt": "", "output": text, "name": "User",
                 "type": "user_message", "command": command}
         self.messages[message_id] = Shown(message_id, "User", "user_message", text)
+        self.asked_once = True
         await self.sio.emit("client_message", {"message": step, "fileReferences": [{"id": f} for f in files]})
         return message_id
 

@@ -155,7 +155,10 @@ async def wait_stored(cluster: Cluster, chat: ChatClient, replies: int, timeout:
         if len(stored) == replies and not any(reply.endswith(CUT_OFF) for reply in stored):
             return stored
         await asyncio.sleep(0.2)
-    raise AssertionError(f"the chat's {replies} replies were not stored: {cluster.stored_replies(chat.thread_id)}")
+    if not chat.thread_id:
+        raise AssertionError("the tab never learnt its chat's thread id (Chainlit's first_interaction)")
+    raise AssertionError(f"the chat's {replies} replies were not stored in thread {chat.thread_id}: "
+                         f"{cluster.stored_replies(chat.thread_id)}")
 
 
 async def settled(read, expected, timeout: float = 60):
