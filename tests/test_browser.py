@@ -108,6 +108,22 @@ def test_a_user_chats_in_the_browser_and_opens_the_settings(app_server, browser,
     print(f"\nscreenshots: {picture} {history}")
 
 
+def page_state(browser) -> str:
+    """What a person would see when a wait fails: the buttons (greyed or not), whether the page shows its Stop
+    button (Chainlit's sign that it believes a task of the chat still runs), and the page's last lines."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    try:
+        buttons = [(b.text.strip() or b.get_attribute("id") or "?", b.is_enabled())
+                   for b in browser.find_elements(By.TAG_NAME, "button") if b.is_displayed()]
+        stop_shown = bool(browser.find_elements(By.ID, "stop-button"))
+        lines = browser.find_element(By.TAG_NAME, "body").text.splitlines()[-6:]
+    except WebDriverException as error:  # the page changed under the look
+        return f"the page could not be read ({type(error).__name__})"
+    return f"buttons {buttons}; Stop button shown: {stop_shown}; the page ends {lines}"
+
+
 def test_regenerate_under_a_reply_and_the_export_chip(app_server, browser, tmp_path):
     from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
     from selenium.webdriver.common.by import By
@@ -150,13 +166,15 @@ def test_regenerate_under_a_reply_and_the_export_chip(app_server, browser, tmp_p
         return pressed
 
     first = costs(browser)
-    wait.until(press(regenerate), "the Regenerate button could not be pressed")
+    try:
+        wait.until(press(regenerate), "the Regenerate button could not be pressed")
+    except TimeoutException:
+        raise AssertionError(f"the Regenerate button could not be pressed: {page_state(browser)}") from None
     try:
         wait.until(lambda d: len(costs(d)) == 1 and costs(d) != first, "the regenerated reply must replace the old one")
     except TimeoutException:
-        buttons = [(b.text, b.is_enabled()) for b in browser.find_elements(By.TAG_NAME, "button") if b.text.strip()]
         raise AssertionError(f"the regenerated reply must replace the old one: before {first}, now {costs(browser)}; "
-                             f"buttons {buttons}") from None
+                             f"{page_state(browser)}") from None
     wait.until(ready.element_to_be_clickable(regenerate))  # the new reply has the tools again
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", browser.find_element(*regenerate))
     picture = Path(os.environ.get("CHAT_SCREENSHOT_TOOLS") or tmp_path / "chat-tools.png")
