@@ -29,6 +29,9 @@ def browser():
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--window-size=1400,900"):
         options.add_argument(flag)
+    # the page's socket events and requests, read back when a wait fails (`traffic`)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     yield driver
     driver.quit()
@@ -121,7 +124,46 @@ def page_state(browser) -> str:
         lines = browser.find_element(By.TAG_NAME, "body").text.splitlines()[-6:]
     except WebDriverException as error:  # the page changed under the look
         return f"the page could not be read ({type(error).__name__})"
-    return f"buttons {buttons}; Stop button shown: {stop_shown}; the page ends {lines}"
+    return f"buttons {buttons}; Stop button shown: {stop_shown}; the page ends {lines}; {traffic(browser)}"
+
+
+def traffic(browser, last: int = 40) -> str:
+    """The page's last socket events (in and out, token streams counted, not listed) and its action requests with
+    how they ended, in the order Chromium saw them: what the page was told, and what it asked, before a wait
+    failed."""
+    import json
+    import re
+
+    from selenium.common.exceptions import WebDriverException
+
+    try:
+        entries = browser.get_log("performance")
+    except WebDriverException as error:
+        return f"no network log ({type(error).__name__})"
+    seen, requests, tokens = [], {}, 0
+    for entry in entries:
+        event = json.loads(entry["message"])["message"]
+        method, params = event["method"], event.get("params", {})
+        if method in ("Network.webSocketFrameReceived", "Network.webSocketFrameSent"):
+            name = re.match(r'\d+\["([^"]+)"', params["response"]["payloadData"])
+            if name is None:
+                continue
+            if name.group(1) == "stream_token":
+                tokens += 1
+                continue
+            if tokens:
+                seen.append(f"stream_token x{tokens}")
+                tokens = 0
+            seen.append(("<" if method.endswith("Received") else ">") + name.group(1))
+        elif method == "Network.requestWillBeSent" and "/project/" in params["request"]["url"]:
+            requests[params["requestId"]] = params["request"]["url"].split("/project/")[1]
+            seen.append(f"{params['request']['method']} {requests[params['requestId']]}")
+        elif method in ("Network.responseReceived", "Network.loadingFailed") and params["requestId"] in requests:
+            outcome = params["response"]["status"] if "response" in params else params.get("errorText")
+            seen.append(f"{requests[params['requestId']]} -> {outcome}")
+    if tokens:
+        seen.append(f"stream_token x{tokens}")
+    return f"socket and requests, last {last}: {seen[-last:]}"
 
 
 def test_regenerate_under_a_reply_and_the_export_chip(app_server, browser, tmp_path):
@@ -156,20 +198,42 @@ def test_regenerate_under_a_reply_and_the_export_chip(app_server, browser, tmp_p
     def costs(driver) -> list[str]:
         return [line for line in driver.find_element(By.TAG_NAME, "body").text.splitlines() if "reply tokens" in line]
 
+    refused = []  # why the last press did not go through
+
     def press(locator):  # the page may re-render, or a tooltip cover the button, for a moment: press again
         def pressed(driver) -> bool:
             button = driver.find_element(*locator)
             if not button.is_enabled():  # shown but greyed: Chainlit enables a reply's actions when its task ends
+                refused[:] = ["the button is greyed"]
                 return False
-            button.click()
+            try:
+                button.click()
+            except WebDriverException as error:
+                refused[:] = [f"{type(error).__name__}: {error.msg}"]
+                raise
             return True
         return pressed
+
+    # a reply's buttons at the bottom edge of the chat, as they are when it ends there, with Chainlit's scroll-down
+    # arrow showing (the view is not at the very end): a click on them reaches them (public/style.css)
+    wait.until(ready.element_to_be_clickable(regenerate))  # enabled once the reply's task ends
+    browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", browser.find_element(*regenerate))
+    wait.until(ready.visibility_of_element_located((By.CSS_SELECTOR, "div.absolute.bottom-4 > button.rounded-full")),
+               "Chainlit's scroll-down arrow did not show")
+    assert browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return arguments[0].contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2))",
+        browser.find_element(*regenerate)), "the strip of Chainlit's scroll-down arrow covers the reply's buttons"
+    assert browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return arguments[0].contains(document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2))",
+        browser.find_element(By.CSS_SELECTOR, "div.absolute.bottom-4 > button.rounded-full")), "and the arrow works"
 
     first = costs(browser)
     try:
         wait.until(press(regenerate), "the Regenerate button could not be pressed")
     except TimeoutException:
-        raise AssertionError(f"the Regenerate button could not be pressed: {page_state(browser)}") from None
+        raise AssertionError(f"the Regenerate button could not be pressed ({refused}): {page_state(browser)}") from None
     try:
         wait.until(lambda d: len(costs(d)) == 1 and costs(d) != first, "the regenerated reply must replace the old one")
     except TimeoutException:
