@@ -12,12 +12,15 @@ naming both sizes.
 
 With `continue_reply` the messages end with a partial assistant reply instead: the template's continuation of
 that final message (no end of turn, no new "Assistant: "), so the model goes on from where the reply stopped.
+The reply and its question are kept whole. When they do not fit beside the reply's reserve, the history goes
+and the continuation gets the room the context has left (a user who pressed Continue asked for what fits, not
+for the reserve); a reply that already fills the context is an error saying so.
 """
 
 import re
 from dataclasses import dataclass
 
-from engine.errors import ContextTooLongError
+from engine.errors import ContextTooLongError, ReplyFillsContextError
 from engine.reports import Cut
 
 END_OF_SENTENCE = "<|end_of_sentence|>"
@@ -97,12 +100,22 @@ def fit_prompt(render, messages: list[dict], max_model_len: int, max_tokens: int
         if kept is not None:
             start, ids = kept
             return Prompt(ids, start, min(max_tokens, max_model_len - len(ids)), messages=tuple(turns[start:]))
+        if continue_reply:
+            return _continue_in_what_is_left(render, turns, max_model_len, max_tokens)
         if attached is None:
-            raise ContextTooLongError(len(render(turns[-2 if continue_reply else -1:])), budget, max_model_len, reserve)
+            raise ContextTooLongError(len(render(turns[-1:])), budget, max_model_len, reserve)
     if attached.base > budget:
         raise ContextTooLongError(attached.base, budget, max_model_len, reserve)
     newest, ids, cut = attached.cut_to(budget)
     return Prompt(ids, len(messages) - 1, min(max_tokens, max_model_len - len(ids)), cut, (newest,))
+
+
+def _continue_in_what_is_left(render, turns: list[dict], max_model_len: int, max_tokens: int) -> Prompt:
+    """The reply to continue with its question alone, its limit what the context has left after them."""
+    ids = render(turns[-2:])
+    if len(ids) >= max_model_len:
+        raise ReplyFillsContextError(len(ids), max_model_len)
+    return Prompt(ids, len(turns) - 2, min(max_tokens, max_model_len - len(ids)), messages=tuple(turns[-2:]))
 
 
 def _newest_that_fit(render, turns: list[dict], budget: int) -> tuple[int, list[int]] | None:

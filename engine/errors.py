@@ -104,6 +104,19 @@ class ContextTooLongError(ChatError):
         self.budget = budget
 
 
+class ReplyFillsContextError(ChatError):
+    """A reply to continue that, with its question, already takes the whole context: nothing is left to write in."""
+
+    def __init__(self, tokens: int, max_model_len: int):
+        super().__init__(
+            f"This reply cannot go on: with its question it already takes {tokens} tokens, and the context holds "
+            f"{max_model_len}.",
+            "Ask for the rest in a new message (the oldest turns then make room), or pick a preset with a longer "
+            "context.",
+        )
+        self.tokens = tokens
+
+
 class EngineStartError(ChatError):
     """The engine could not start for a reason none of the specific errors covers."""
 

@@ -26,6 +26,7 @@ class FakeEngine:
         self.block = asyncio.Event()  # cleared: the reply waits after each delta
         self.block.set()
         self.error = self.error_mid_reply = None
+        self.finish: str | None = None  # how a reply that was not aborted ends: "stop" unless set ("length")
         self.seen: list[list[dict]] = []
         self.deltas = ["Hello", " there", ", friend."]
         self._admission = Admission()
@@ -78,7 +79,7 @@ class FakeEngine:
                     if self.error_mid_reply:
                         raise self.error_mid_reply
                     await self.block.wait()
-                finish = "stop" if request_id in self._active else "abort"
+                finish = (self.finish or "stop") if request_id in self._active else "abort"
             finally:
                 self._active.discard(request_id)
         yield Stats(0.012, 321.0, 30, written, 16, finish, 0, 0.05)

@@ -10,7 +10,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from engine.chat import END_OF_SENTENCE, build_prompt
-from engine.errors import ContextTooLongError
+from engine.errors import ReplyFillsContextError
 from engine.reports import Stats
 from harness.chat_client import ChatClient
 from harness.replies import stats_of
@@ -34,7 +34,12 @@ def test_a_continuation_ends_with_the_partial_reply_and_keeps_it_whole_with_its_
     long = [{"role": "user", "content": "old " * 300}, {"role": "assistant", "content": "x " * 300}, *chat]
     trimmed = build_prompt(tokenizer, "", long, 256, 64, continue_reply=True)
     assert trimmed.dropped_messages == 2 and tokenizer.decode(trimmed.token_ids).endswith("Red, green and")
-    with pytest.raises(ContextTooLongError):
+    # a reply longer than the reserve leaves room for: the history goes and it goes on in what the context has left
+    stopped_late = [*long[:2], chat[0], {"role": "assistant", "content": "y " * 150}]
+    going_on = build_prompt(tokenizer, "", stopped_late, 256, 200, continue_reply=True)
+    assert going_on.dropped_messages == 2 and 0 < going_on.max_tokens == 256 - len(going_on.token_ids) < 200
+    assert tokenizer.decode(going_on.token_ids).endswith("y ")
+    with pytest.raises(ReplyFillsContextError, match="This reply cannot go on"):  # not "your message"
         build_prompt(tokenizer, "", [chat[0], {"role": "assistant", "content": "y " * 400}], 256, 64,
                      continue_reply=True)
     with pytest.raises(ValueError):
@@ -157,10 +162,14 @@ async def test_continue_goes_on_in_the_same_message_and_regenerate_replaces_the_
 
 
 async def test_a_continued_reply_can_be_stopped_and_continued_again(client):
-    await client.change_settings({"max_tokens": 8192})
+    # Long enough for Stop to land mid-reply; short enough that the tries below, each adding a whole reply when
+    # Stop comes too late, cannot fill the context: the random test model's text tokenizes again to ~1.6 times
+    # the tokens it was written in, and a reply longer than the context cannot go on.
+    await client.change_settings({"max_tokens": 1500})
     for _ in range(3):
+        earlier = {m.id for m in client.replies()}
         await client.send("Tell me a very long story.")
-        reply = await client.streaming_reply(set())
+        reply = await client.streaming_reply(earlier)  # this message's reply, not an earlier one
         await client.stop()
         await client.wait_idle()
         if "*Stopped.*" in reply.content:

@@ -10,7 +10,7 @@ import pytest
 from chainlit.context import init_http_context
 from chainlit.emitter import BaseChainlitEmitter
 
-from engine.errors import ContextTooLongError
+from engine.errors import ContextTooLongError, ReplyFillsContextError
 import harness.fake_engine
 from engine.reports import Stats
 from history import writes
@@ -146,6 +146,25 @@ async def test_engine_errors_are_shown_and_the_message_is_not_kept(chat):
     fake.error = None
     await app.on_message(user("short"))
     assert fake.seen[-1] == [{"role": "user", "content": "short"}]
+
+
+async def test_a_continue_that_cannot_run_leaves_the_reply_as_it_was_and_says_why(chat):
+    shown, fake = chat
+    fake.finish = "length"
+    await app.on_message(user("Tell me a long story"))
+    state = app.chat_state.made()
+    reply, turns = state.reply, list(state.turns)
+    before = shown.shown[reply.id]
+    assert "'max new tokens' limit" in before and [a.name for a in reply.actions][0] == app.CONTINUE_ACTION
+    fake.error = ReplyFillsContextError(10300, 10240)
+    await app.continue_reply(reply.actions[0])
+    assert "This reply cannot go on" in list(shown.shown.values())[-1]
+    assert shown.shown[reply.id] == before and "*Stopped.*" not in before, "a refused Continue stopped nothing"
+    assert state.turns == turns and [a.name for a in reply.actions][0] == app.CONTINUE_ACTION
+    fake.error = None  # the button still works
+    await app.continue_reply(reply.actions[0])
+    assert fake.seen[-1][-1] == {"role": "assistant", "content": turns[-1]["content"]}
+    assert shown.shown[reply.id].startswith(turns[-1]["content"] + "".join(fake.deltas))
 
 
 async def test_an_engine_failure_mid_reply_keeps_the_partial_text_and_says_why(chat):

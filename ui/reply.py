@@ -44,6 +44,8 @@ class Reply:
     flushed_at: float = 0.0  # 0: the first token shows at once; later ones are batched
     before: Stats | None = None  # a continued reply: what its earlier part cost
     found: object = None  # what the library added to the question (ui/library.Found), shown as its sources
+    shown_before: str | None = None  # a continued reply: how it was shown before Continue was pressed
+    added: bool = False  # whether any new text came
 
     @property
     def written(self) -> str:
@@ -51,6 +53,7 @@ class Reply:
 
     async def add(self, delta: str) -> None:
         self.pending += delta
+        self.added = True
         if time.monotonic() - self.flushed_at >= FLUSH_EVERY_S:
             await self.message.stream_token(self.pending)
             self.pending, self.flushed_at = "", time.monotonic()
@@ -78,6 +81,15 @@ class Reply:
             extra.append(text.stats_line(stats))
         self.message.content = "\n\n".join([text.close_code_fence(answer), *extra]) if answer else "\n\n".join(extra)
         self.message.actions = tools(finish)
+        await self.message.send()
+
+
+    async def put_back(self) -> None:
+        """A continuation refused before it wrote anything (the reply no longer fits, the engine failed): the reply,
+        its turn and its tools as they were, so it does not claim to have been stopped."""
+        self.turns += [self.asked, {"role": "assistant", "content": self.message.content}]
+        self.message.content = self.shown_before
+        self.message.actions = tools(self.message.metadata.get("finish"))
         await self.message.send()
 
 
@@ -120,12 +132,14 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
     if going_on is None:
         message = cl.Message(content="")
         message.metadata = {"for": asked["id"]}  # which question it answers, to rebuild a reopened chat's prompt
+        shown_before = None
     else:
+        shown_before = going_on.content
         message, going_on.content = going_on, going_on.metadata["answer"]
     chat.reply = message
     before = None if going_on is None else stored_stats(going_on)
     return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before,
-                 found=found)
+                 found=found, shown_before=shown_before)
 
 
 async def _busy_notice(engine, layer) -> cl.Message | None:
@@ -166,7 +180,9 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
         await reply.finish(None)
         raise
     except ChatError as error:
-        if reply.written:  # the engine failed mid-reply: keep what was written
+        if reply.shown_before is not None and not reply.added:
+            await reply.put_back()
+        elif reply.written:  # the engine failed mid-reply: keep what was written
             await reply.finish(None)
         await cl.ErrorMessage(content=str(error), author="system").send()
         return
