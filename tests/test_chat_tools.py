@@ -13,7 +13,7 @@ from engine.chat import END_OF_SENTENCE, build_prompt
 from engine.errors import ReplyFillsContextError
 from engine.reports import Stats
 from harness.chat_client import ChatClient
-from harness.replies import stats_of
+from harness.replies import stats_of, stop_a_long_reply
 from harness.stored import step_texts
 from history import exchange
 from ui.reply import joined
@@ -161,38 +161,54 @@ async def test_continue_goes_on_in_the_same_message_and_regenerate_replaces_the_
         await resumed.close()
 
 
-async def test_a_continued_reply_can_be_stopped_and_continued_again(client):
-    # Long enough for Stop to land mid-reply; short enough that the tries below, each adding a whole reply when
-    # Stop comes too late, cannot fill the context: the random test model's text tokenizes again to ~1.6 times
-    # the tokens it was written in, and a reply longer than the context cannot go on.
-    await client.change_settings({"max_tokens": 1500})
+async def test_a_continued_reply_can_be_stopped_and_continued_again(client, tokenizer):
+    # The reply and its continuations must fit the context (10,240) to go on: the random test model's text
+    # tokenizes again to about 1.6 times the tokens it was written in, so a reply whose Stop came late (a busy
+    # machine can leave the test client unscheduled for seconds) is replaced by a new one.
     for _ in range(3):
-        earlier = {m.id for m in client.replies()}
-        await client.send("Tell me a very long story.")
-        reply = await client.streaming_reply(earlier)  # this message's reply, not an earlier one
-        await client.stop()
-        await client.wait_idle()
-        if "*Stopped.*" in reply.content:
-            break
-    assert client.action(CONTINUE), "a stopped reply can be continued"
-    for _ in range(3):  # on a busy machine the continuation may end before Stop arrives: then try again
-        before = reply.content
-        clicked = asyncio.ensure_future(client.click(client.action(CONTINUE) or client.action(REGENERATE)))
+        await client.change_settings({"max_tokens": 8192})  # long: Stop lands mid-reply
+        reply = await stop_a_long_reply(client, lambda: client.send("Tell me a very long story."))
+        if len(tokenizer.encode(reply.content)) > 4000:
+            continue
+        await client.change_settings({"max_tokens": 2000})
+        assert client.action(CONTINUE)["forId"] == reply.id, "a stopped reply can be continued"
+        before = reply.content.split("\n\n*Stopped.*")[0]
+        clicked = asyncio.ensure_future(client.click(client.action(CONTINUE)))
         deadline = time.monotonic() + 300
-        while reply.content.split("\n\n*Stopped.*")[0] == before.split("\n\n*Stopped.*")[0] and not clicked.done():
-            assert time.monotonic() < deadline
+        while reply.content.split("\n\n*Stopped.*")[0] == before and not clicked.done():
+            assert time.monotonic() < deadline, "the continuation showed no text"
             await asyncio.sleep(0.02)
         await client.stop()
         await clicked
         await _until(lambda: "*Stopped.*" in reply.content or "reply tokens" in reply.content)
+        assert reply.content.startswith(before) and reply.content.split("\n\n*Stopped.*")[0] != before, \
+            f"the continuation goes on from the stopped text: {client.all_text()[-300:]!r}"
         if "*Stopped.*" in reply.content:
             break
+        # the test client saw the continuation only once it had ended: start again
     assert "*Stopped.*" in reply.content and client.action(CONTINUE)["forId"] == reply.id
     await client.change_settings({"max_tokens": 16})
     stopped = reply.content
     await client.click(client.action(CONTINUE))
     assert (await _finished(client, reply.id, stopped)).startswith(stopped.split("\n\n*Stopped.*")[0])
     assert "Task manually stopped" not in client.all_text()
+
+
+async def test_a_reply_longer_than_the_reserve_goes_on_in_what_the_context_has_left(client):
+    await client.change_settings({"max_tokens": 4000})
+    for _ in range(3):  # the random test model may end a reply before the limit: ask until one is cut by it
+        reply = await client.ask("Tell me a very long story.")
+        if "'max new tokens' limit" in reply.content:
+            break
+    else:
+        pytest.fail("no reply reached the 4,000-token limit")
+    # Now the reply's reserve (half the 10,240-token context) leaves less room than the reply and its question take
+    await client.change_settings({"max_tokens": 8192})
+    cut = reply.content
+    await client.click(client.action(CONTINUE))  # returns once the continuation has ended
+    whole = await _finished(client, reply.id, cut, timeout=60)
+    assert whole.startswith(cut.split("\n\n*The reply hit")[0]), "it goes on from where it was cut"
+    assert stats_of(whole)["reply"] > stats_of(cut)["reply"] and "cannot go on" not in client.all_text()
 
 
 async def test_a_chat_exports_as_markdown_and_json_and_imports_as_a_new_chat_of_its_owner(client, app_server):
