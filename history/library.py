@@ -70,6 +70,11 @@ _POSTGRES_SEARCH = (
     'WHERE p."user_identifier" = :user AND p."terms" @@ to_tsquery(\'simple\', :query) {only}'
     'ORDER BY score DESC LIMIT :most')
 
+_OPENING = (
+    'SELECT p."id", p."document_id", d."name" AS document, p."position", p."text", 0.0 AS score '
+    'FROM chat_library_passages p JOIN chat_library_documents d ON d."id" = p."document_id" '
+    'WHERE p."user_identifier" = :user {only}ORDER BY p."position", d."created_at", d."name" LIMIT :most')
+
 
 MOST_PASSAGES = 6  # at most this many passages go with a question
 MOST_TOKENS = 2048  # and at most about this many tokens of them
@@ -153,6 +158,15 @@ async def remove(layer, user: str, document_id: str) -> bool:
     return True
 
 
+def _only(document_ids: list[str] | None, values: dict) -> str:
+    """The SQL that keeps a query to `document_ids` (all the user's documents when None), its values put in
+    `values`."""
+    if not document_ids:
+        return ""
+    values.update({f"doc{n}": document_id for n, document_id in enumerate(document_ids)})
+    return f'AND p."document_id" IN ({", ".join(f":doc{n}" for n in range(len(document_ids)))}) '
+
+
 async def search(layer, user: str, question: str, most: int = 5, only: list[str] | None = None) -> list[Passage]:
     """The `most` passages of `user`'s library that best match `question`, best first; `only`: these document ids.
     None when the question has no word to search by."""
@@ -160,14 +174,20 @@ async def search(layer, user: str, question: str, most: int = 5, only: list[str]
     if not words:
         return []
     values: dict = {"user": user, "most": most}
-    only_sql = ""
-    if only:
-        values.update({f"doc{n}": document_id for n, document_id in enumerate(only)})
-        only_sql = f'AND p."document_id" IN ({", ".join(f":doc{n}" for n in range(len(only)))}) '
+    only_sql = _only(only, values)
     if layer.sqlite:
         values["query"] = " OR ".join(f'"{word}"' for word in words)
         sql = _SQLITE_SEARCH.format(only=only_sql)
     else:
         values["query"] = " | ".join(words)
         sql = _POSTGRES_SEARCH.format(only=only_sql)
+    return [Passage(**row) for row in _rows(await layer.execute_sql(sql, values))]
+
+
+async def opening(layer, user: str, document_ids: list[str], most: int = 5) -> list[Passage]:
+    """The first `most` passages of `user`'s documents `document_ids`, taken in turn from each (its first
+    passage, then each one's second, ...): what a question that names documents but matches none of their
+    words ("summarise @report") is about."""
+    values: dict = {"user": user, "most": most}
+    sql = _OPENING.format(only=_only(document_ids, values))
     return [Passage(**row) for row in _rows(await layer.execute_sql(sql, values))]

@@ -98,3 +98,27 @@ async def test_the_labelled_questions_find_their_passage_in_the_top_five_among_t
             missed.append((question["q"], [passage.document for passage in found]))
     recall = 1 - len(missed) / len(LABELLED["questions"])
     assert recall >= 0.9, f"recall@5 {recall:.2f}; missed: {missed}"
+
+
+def test_an_at_word_names_a_document_only_where_a_document_has_that_name():
+    from ui.library import _cell, picked
+
+    kettle = library.Document("1", "kettle-manual.txt", 10, 10, 1, "2026-01-01T00:00:00Z")
+    plants = library.Document("2", "养花笔记.txt", 10, 10, 1, "2026-01-01T00:00:00Z")
+    for question in ("What does @dataclass do in Python?", "In CSS, what does @media do?",
+                     "mail me at x @example.com"):
+        assert picked(question, [kettle, plants]) == ([], [question.split("@")[1].split()[0]], question)
+        assert picked(question, []) == ([], [question.split("@")[1].split()[0]], question)
+    chosen, unknown, words = picked("@kettle and @养花: what does @media do?", [kettle, plants])
+    assert chosen == [kettle, plants] and unknown == ["media"] and "@" not in words.replace("@media", "")
+    assert "kettle" not in words and "media" in words
+    assert _cell("a|b.txt") == "a\\|b.txt", "a | in a name does not end its cell of the library's table"
+
+
+async def test_a_documents_opening_passages_come_first_from_each_named_document_in_turn(layer):
+    one = await library.add(layer, "ada", "one.txt", 10, "\n\n".join(f"{'alpha ' * 200}{n}" for n in range(4)))
+    two = await library.add(layer, "ada", "two.txt", 10, "\n\n".join(f"{'beta ' * 200}{n}" for n in range(4)))
+    await library.add(layer, "bob", "three.txt", 10, "gamma")
+    opened = await library.opening(layer, "ada", [one.id, two.id], most=3)
+    assert [(p.document, p.position) for p in opened] == [("one.txt", 0), ("two.txt", 0), ("one.txt", 1)]
+    assert await library.opening(layer, "bob", [one.id]) == [], "another user's document gives nothing"

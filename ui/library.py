@@ -21,11 +21,16 @@ from ui import attachments
 COMMAND = "Library"
 LIBRARY_ATTACHMENT = "From your library"
 _PICKED = re.compile(r'(?:^|\s)@(?:"([^"]+)"|(\S+))')
+_PUNCTUATION = ".,:;!?)]}'\"，。：；！？、）」』"  # "@kettle, how...": what follows a name is not part of it
 NO_HISTORY = ("The library is kept in the chat history's database, which is off on this server "
               "(CHAT_HISTORY=false): turn it on and restart to keep documents.")
 HOW = ("Attach files to the **Library** command to add them (text, code, Markdown, CSV, JSON or PDF); send "
        "`remove` and a document's number or name to remove one. Turn on *Answer from my library* in the settings, "
        "or write @name in a message to answer it from those documents.")
+
+NOTHING_FOUND = "Nothing in your library matched this message: it was answered without the library."
+NO_ROOM = ("Your library's passages did not fit the context beside this message: it was answered without them "
+           "(a shorter message or a lower 'max new tokens' leaves them room).")
 
 
 @dataclass
@@ -34,11 +39,15 @@ class Found:
 
     passages: list[library.Passage]
     tokens: int
+    note: str = ""  # what the user should know about how they were chosen; alone when there are none
 
     def sources_line(self) -> str:
+        if not self.passages:
+            return f"*{self.note}*"
+        note = f" ({self.note})" if self.note else ""
         places = " · ".join(library.place(n, p) for n, p in enumerate(self.passages, 1))
         count = f"{len(self.passages)} passage{'s' if len(self.passages) > 1 else ''}"
-        return f"*From your library: {count}, about {self.tokens} tokens — {places}*"
+        return f"*From your library{note}: {count}, about {self.tokens} tokens — {places}*"
 
 
 def _user() -> str:
@@ -110,24 +119,39 @@ async def _list(layer) -> None:
     if not documents:
         await cl.Message(content=f"Your library is empty. {HOW}", author="system").send()
         return
-    rows = [f"| {n} | {d.name} | {_size_text(d.bytes)} | {d.created_at[:16].replace('T', ' ')} | {d.passages} |"
+    rows = [f"| {n} | {_cell(d.name)} | {_size_text(d.bytes)} | {d.created_at[:16].replace('T', ' ')} | {d.passages} |"
             for n, d in enumerate(documents, 1)]
     table = "\n".join(["| # | Document | Size | Added (UTC) | Passages |", "|---|---|---|---|---|", *rows])
     await cl.Message(content=f"Your library ({len(documents)} documents):\n\n{table}\n\n{HOW}",
                      author="system").send()
 
 
-def picked(question: str, documents: list[library.Document]) -> tuple[list[library.Document], list[str]]:
-    """The documents a question names with @name (a name's start is enough), and the names that match none."""
+def _cell(name: str) -> str:
+    """A name as one cell of a Markdown table: its "|" would end the cell."""
+    return name.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _named_by(name: str, documents: list[library.Document]) -> list[library.Document]:
+    return [d for d in documents if name and d.name.lower().startswith(name.lower())]
+
+
+def picked(question: str, documents: list[library.Document]) -> tuple[list[library.Document], list[str], str]:
+    """The documents a question names with @name (a name's start is enough), the @names that name none (a
+    decorator, a CSS rule, an address: words of the question like any other), and the question without the
+    names of documents (the words to search by)."""
     chosen, unknown = [], []
-    for quoted, bare in _PICKED.findall(question):
-        name = (quoted or bare).lower()
-        matches = [d for d in documents if d.name.lower().startswith(name)]
-        if matches:
-            chosen += [d for d in matches if d not in chosen]
-        else:
-            unknown.append(quoted or bare)
-    return chosen, unknown
+
+    def naming(match: re.Match) -> str:
+        name = match.group(1) or match.group(2)
+        matches = _named_by(name, documents) or _named_by(name.rstrip(_PUNCTUATION), documents)
+        if not matches:
+            unknown.append(name)
+            return match.group(0)
+        chosen.extend(d for d in matches if d not in chosen)
+        return " "
+
+    words = _PICKED.sub(naming, question)
+    return chosen, unknown, words
 
 
 def budget(context: int | None, max_tokens: int, system_prompt: str, question: str) -> int:
@@ -141,31 +165,47 @@ def budget(context: int | None, max_tokens: int, system_prompt: str, question: s
 
 
 async def with_passages(layer, asked: dict, on: bool, context: int | None, max_tokens: int,
-                        system_prompt: str) -> tuple[dict, Found | None] | None:
-    """The question with the library's best passages as its attachment, and what they are; unchanged (and None)
-    when the library is off for it; None when it names documents that are not in the library (the chat is
-    told, and the question is not answered)."""
+                        system_prompt: str) -> tuple[dict, Found | None]:
+    """The question with the library's best passages as its attachment, and what they are (None: the library is
+    not used for it). An @word that names no document is part of the question; with the library on, the chat is
+    told quietly that it named none. A question that names documents draws on them even when none of its other
+    words is found in them ("summarise @report"): then on their first passages."""
     question = asked.get("content") or ""
     if layer is None or not (on or "@" in question):
         return asked, None
     user = _user()
     documents = await library.documents(layer, user)
-    chosen, unknown = picked(question, documents)
-    if unknown:
-        names = ", ".join(d.name for d in documents) or "none yet"
-        await cl.ErrorMessage(content=f"Your message was not sent to the model: no document in your library is "
-                                      f"named {', '.join('@' + n for n in unknown)} (yours: {names}). Send it "
-                                      "again with a name from the list, or without the @.", author="system").send()
-        return None
+    chosen, unknown, words = picked(question, documents)
+    if unknown and documents and on:
+        await cl.Message(content=f"*{_named(unknown)} no document in your library, so {_it(unknown)} stayed part "
+                                 "of your message.*", author="system").send()
     if not (on or chosen):
         return asked, None
-    words = _PICKED.sub(" ", question) if chosen else question
-    found = await library.search(layer, user, words, library.MOST_PASSAGES, [d.id for d in chosen] or None)
-    kept, used = library.fitting(found, budget(context, max_tokens, system_prompt, question))
+    ids = [d.id for d in chosen] or None
+    room = budget(context, max_tokens, system_prompt, question)
+    found = await library.search(layer, user, words, library.MOST_PASSAGES, ids)
+    opening = chosen and not found
+    if opening:  # nothing matched the words beside the names: what the user expects is the named documents
+        found = await library.opening(layer, user, ids, library.MOST_PASSAGES)
+    kept, used = library.fitting(found, room)
     if not kept:
-        return asked, None
+        return asked, Found([], 0, NO_ROOM if found else NOTHING_FOUND)
     part = {"name": LIBRARY_ATTACHMENT, "text": library.prompt_text(kept)}
-    return {**asked, "attachments": [*asked.get("attachments", []), part]}, Found(kept, used)
+    note = f"nothing in {_documents(chosen)} matched your other words, so the reply draws on its start" \
+        if opening else ""
+    return {**asked, "attachments": [*asked.get("attachments", []), part]}, Found(kept, used, note)
+
+
+def _named(names: list[str]) -> str:
+    return f"{', '.join('@' + n for n in names)} name{'s' if len(names) == 1 else ''}"
+
+
+def _it(names: list[str]) -> str:
+    return "it" if len(names) == 1 else "they"
+
+
+def _documents(chosen: list[library.Document]) -> str:
+    return ", ".join(d.name for d in chosen)
 
 
 def source_elements(found: Found) -> list[cl.Text]:
