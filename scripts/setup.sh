@@ -3,7 +3,8 @@
 #
 #   bash scripts/setup.sh          # the app: the GPU build of vLLM if `nvidia-smi` sees a GPU it can drive,
 #                                  # else the CPU build
-#   bash scripts/setup.sh --dev    # the tests and benchmark too (CPU build, plus Debian's chromium for the UI test)
+#   bash scripts/setup.sh --dev    # the tests and benchmark too (CPU build, plus Debian's chromium for the UI test),
+#                                  # and the GPU lock in .venv-gpu, where the tests that need no GPU device run too
 #
 # CHAT_VARIANT=cpu|gpu overrides the choice. The CPU build needs torch 2.13.0+cpu: it comes from
 # $PIP_FIND_LINKS when that folder is set, otherwise from PyTorch's CPU wheel index.
@@ -49,6 +50,16 @@ echo "setup: installing the $variant build into .venv"
 # source took `import vllm` from 3 s to 12 s here, and where PYTHONDONTWRITEBYTECODE is set, at every start.
 .venv/bin/python -m uv pip sync -q --compile-bytecode --python .venv/bin/python "${sources[@]}" \
   "requirements/$variant.lock"
+# The GPU lock beside it, for the tests: what every GPU user installs, run by `pytest` on this machine too for all
+# that needs no GPU device (tests/test_gpu_build.py). pytest and its plugins at the CPU lock's versions; no bytecode
+# now (a test run compiles only what it imports) and no machine cache (there is no GPU to fill it for).
+if [ $dev = 1 ]; then
+  echo "setup: installing the GPU lock into .venv-gpu (for the tests)"
+  [ -x .venv-gpu/bin/python ] || python3 -m venv .venv-gpu
+  .venv/bin/python -m uv pip sync -q --python .venv-gpu/bin/python requirements/gpu.lock
+  grep -E '^(pytest|pytest-asyncio|pytest-timeout|pluggy|iniconfig)==' requirements/cpu.lock > .venv-gpu/test-tools.txt
+  .venv/bin/python -m uv pip install -q --no-deps --python .venv-gpu/bin/python -r .venv-gpu/test-tools.txt
+fi
 # What an engine's first start on this machine would compute and cache (engine/machine_cache.py): vLLM's
 # inspection of ERNIE's class, and on a GPU FlashInfer's sampling kernels (nvcc). A failure costs only time.
 .venv/bin/python -m engine.machine_cache || echo "setup: the first start of the app fills vLLM's caches instead" >&2

@@ -12,6 +12,7 @@ from engine import model_files, presets, startup
 from engine.chat import build_prompt, stop_token_ids
 from engine.errors import DamagedModelError, EngineStartError
 from engine.settings import Sampling, load_settings
+from history.turns import turns_from
 from harness.chat_client import ChatClient
 from harness.presets import APP_PRESET, TEST_PRESET
 from harness.replies import ask, collect, stats_of
@@ -49,6 +50,26 @@ def test_both_layouts_tokenize_alike_with_ernies_ids_and_render_its_template(fir
         assert tokenizer.decode(going_on.token_ids) == f"{BEGIN}User: Name three colours.\nAssistant: Red, green and"
     text = "Hello 你好 12\n```code```"
     assert first.encode(text) == current.encode(text)
+
+
+def test_a_reopened_chat_is_rendered_alike_by_both_layouts(first_layout_model, current_layout_model):
+    stored = {"steps": [  # as the history gives a chat back: the reply's text under its cost line, its answer apart
+        {"id": "q1", "type": "user_message", "output": "Name three colours."},
+        {"id": "a1", "type": "assistant_message", "output": "Red, green, blue.\n\n*0.1 s to first token*",
+         "metadata": json.dumps({"for": "q1", "answer": "Red, green, blue."})},
+        {"id": "q2", "type": "user_message", "output": "写一首诗"},
+        {"id": "a2", "type": "assistant_message", "output": "春眠不觉晓",
+         "metadata": {"for": "q2", "answer": "春眠不觉晓"}}]}
+    turns = [*turns_from(stored, {}), {"role": "user", "content": "And two more?"}]
+    want = (f"{BEGIN}Be brief.\nUser: Name three colours.\nAssistant: Red, green, blue.{END}User: 写一首诗\n"
+            f"Assistant: 春眠不觉晓{END}User: And two more?\nAssistant: ")
+    rendered = []
+    for path in (first_layout_model, current_layout_model):
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        prompt = build_prompt(tokenizer, "Be brief.", turns, 512, 64)
+        assert tokenizer.decode(prompt.token_ids) == want and prompt.dropped_messages == 0
+        rendered.append(prompt.token_ids)
+    assert rendered[0] == rendered[1]
 
 
 def test_a_folder_with_a_config_but_no_tokenizer_says_which_files_are_missing(first_layout_model, tmp_path):

