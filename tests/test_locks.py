@@ -3,6 +3,7 @@ requirements/lock-differences.txt says why, and the GPU lock (every GPU user's i
 test that needs no GPU device, here on a machine without one.
 """
 
+import importlib
 import os
 import re
 import subprocess
@@ -16,6 +17,8 @@ from harness import locks
 # library, and vLLM's seams that need no device.
 MUST_PASS_ON_GPU = [
     "tests/test_locks.py::test_this_python_runs_the_lock_of_its_vllm_build",
+    "tests/test_locks.py::test_every_module_of_the_app_imports",
+    "tests/test_hooks.py::",
     "tests/test_layout.py::test_the_project_has_no_import_circles",
     "tests/test_model_layouts.py::test_both_layouts_tokenize_alike_with_ernies_ids_and_render_its_template",
     "tests/test_model_layouts.py::test_a_reopened_chat_is_rendered_alike_by_both_layouts",
@@ -46,6 +49,16 @@ def test_this_python_runs_the_lock_of_its_vllm_build():
     off = [f"{name}: lock {want}, here {have}" for name, want, have in locks.compare(build, locks.installed())
            if want != have]
     assert not off, f"this Python is not the {build} lock as pinned (run `bash scripts/setup.sh --dev`): {off}"
+
+
+def test_every_module_of_the_app_imports():
+    packages = ["engine", "api", "web", "history", "ui"]
+    names = ["runtime", "chainlit_patches"] + [  # app.py itself: tests/test_hooks.py imports it as a server would
+        f"{package}.{path.stem}" for package in packages for path in sorted((locks.ROOT / package).glob("*.py"))
+        if path.stem != "__init__"]
+    for name in names:
+        importlib.import_module(name)
+    assert len(names) > 60
 
 
 @pytest.mark.slow
