@@ -1,9 +1,10 @@
 """Chainlit's SQLAlchemy data layer as this app uses it, and its install.
 
-Chainlit owns threads, steps, users and feedback, the history sidebar, rename, delete and search. The layer
-here adds what Chainlit's does not do: SQLite-safe parameters and one writer thread, a thread looked up once,
-Chainlit's hidden "run" steps left out, a deleted chat never written again (and its attachments' text deleted
-with it), and a chat told once when its turns cannot be saved (history/writes.py).
+Chainlit owns threads, steps, users and feedback, the history sidebar, rename, delete and search. The layer here
+adds what Chainlit's does not do: SQLite-safe parameters and one writer thread, a thread looked up once, Chainlit's
+hidden "run" steps left out, a step written only into its own thread (never another chat's message moved by its
+id), a deleted chat never written again (and its attachments' text deleted with it), and a chat told once when its
+turns cannot be saved (history/writes.py).
 """
 
 import asyncio
@@ -18,13 +19,14 @@ from history.schema import database_url, prepare, reason, sqlite_pragmas, where
 from history.tables import DELETE_ATTACHMENTS
 from history.writes import tell_failing
 
+STEP_THREAD = 'SELECT "threadId" FROM steps WHERE "id" = :id'
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
 KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
 
 
-def _remember(ids: dict, thread_id: str) -> None:
-    """Add to a bounded set of thread ids, forgetting the oldest."""
-    ids[thread_id] = None
+def _remember(ids: dict, key: str, value=None) -> None:
+    """Add to a bounded map of ids, forgetting the oldest."""
+    ids[key] = value
     if len(ids) > KNOWN_THREADS:
         ids.pop(next(iter(ids)))
 
@@ -43,6 +45,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
         self.known: dict[str, None] = {}  # threads this process wrote, oldest first
         self.unstored: set[str] = set()  # ids of messages shown but never stored (see `transient`)
         self.deleted: dict[str, None] = {}  # threads deleted here: never written again (a tab's close would)
+        self.step_threads: dict[str, str] = {}  # step id -> its thread, for steps this process wrote
         self.on_delete = lambda thread_id: None  # told of each deleted thread (ui/sessions.py ends its chat)
 
     async def update_thread(self, thread_id: str, name=None, user_id=None, metadata=None, tags=None):
@@ -68,8 +71,27 @@ class HistoryLayer(SQLAlchemyDataLayer):
         Nothing is written to a deleted chat (its reply's last words would bring it back)."""
         if step_dict.get("type") == "run" or step_dict.get("threadId") in self.deleted:
             return
+        if not await self._in_own_thread(step_dict):
+            return
         step = {**step_dict, "parentId": None}
         await super().create_step(step if self.sqlite else _without_nul(step))
+
+    async def _in_own_thread(self, step: dict) -> bool:
+        """Whether `step` is new or already of its thread. Chainlit writes a step by its id whatever thread it names,
+        and a message's id comes from the browser: a client sending the id of another chat's message (someone
+        else's) would move that message into its own chat. Such a write is refused, and the chat told. One query per
+        step id, the first time this process writes it."""
+        step_id, thread_id = step.get("id"), step.get("threadId")
+        if step_id is None or self.step_threads.get(step_id) == thread_id:
+            return True
+        rows = await self.execute_sql(STEP_THREAD, {"id": step_id})
+        if isinstance(rows, list) and rows and rows[0]["threadId"] != thread_id:
+            logger.warning("A write of step %s into thread %s was refused: it is a step of another thread",
+                           step_id, thread_id)
+            await tell_not_saved()
+            return False
+        _remember(self.step_threads, step_id, thread_id)
+        return True
 
     async def get_thread_author(self, thread_id: str) -> str:
         """'' for a thread that does not exist (a deleted chat): Chainlit then answers 404, not a 500."""
@@ -126,6 +148,21 @@ class HistoryLayer(SQLAlchemyDataLayer):
         if isinstance(value, (list, tuple)) and (self.sqlite or key == "modes"):
             return json.dumps(value)
         return value
+
+
+async def tell_not_saved() -> None:
+    """Said in the chat whose write was refused (shown, never stored)."""
+    import chainlit as cl
+    from chainlit.context import context
+
+    try:
+        context.session
+    except Exception:  # no chat context here
+        return
+    notice = cl.ErrorMessage(content="This message was not saved: it carries the id of a message in another chat. "
+                                     "Reload the page and send it again.", author="system")
+    notice.persisted = True
+    await notice.send()
 
 
 def _without_nul(value):

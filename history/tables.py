@@ -18,7 +18,8 @@ _SESSION_THREAD = ('SELECT "thread_id" FROM chat_sessions WHERE "session_id" = :
                    '"user_identifier" = :user')
 _ATTACHMENT_UPSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thread_id", "name", "text") '
                       'VALUES (:for_id, :position, :thread, :name, :text) ON CONFLICT ("for_id", "position") '
-                      'DO UPDATE SET "name" = EXCLUDED."name", "text" = EXCLUDED."text"')
+                      'DO UPDATE SET "name" = EXCLUDED."name", "text" = EXCLUDED."text" '
+                      'WHERE chat_attachments."thread_id" = EXCLUDED."thread_id"')  # never another chat's row
 _ATTACHMENTS = ('SELECT "for_id", "name", "text" FROM chat_attachments WHERE "thread_id" = :thread '
                 'ORDER BY "for_id", "position"')
 DELETE_ATTACHMENTS = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
