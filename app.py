@@ -106,8 +106,10 @@ async def on_settings(values: dict):
     prefs = chat.prefs
     try:
         new = sidebar.parse(values, prefs, engine.settings)
-    except ValueError as error:
-        await cl.ErrorMessage(content=f"Settings not applied: {error}", author="system").send()
+    except ValueError as error:  # Chainlit has put the refused values in the session: the ones in use go back
+        await chat_state.send_sidebar(engine, prefs)
+        await cl.ErrorMessage(content=f"Settings not applied: {error} The sidebar shows the settings in use again.",
+                              author="system").send()
         return
     chat.prefs = new
     keep_settings(chat_history)

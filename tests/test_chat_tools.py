@@ -70,7 +70,7 @@ def test_an_import_is_checked_and_each_refusal_says_what_and_how_to_fix_it():
         _refusal([{"role": "robot", "content": "x"}])
     assert "10,000 messages" in _refusal(pair * 5000) and "split it" in _refusal(pair * 5000)
     assert "message 2 is larger than the context" in _refusal([pair[0], {"role": "assistant", "content": "z" * 20000}])
-    assert "second user message in a row" in _refusal([pair[0], pair[0]])
+    assert "second assistant message in a row" in _refusal([*pair, pair[1]])
     assert "not text" in _refusal([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])
     assert "system message after the chat began" in _refusal([*pair, {"role": "system", "content": "s"}])
 
@@ -259,3 +259,31 @@ def test_regenerate_and_continue_are_refused_with_a_reason_while_they_cannot_run
     for changing in ("starting", "switching", "waking"):
         assert chat_tools._refusal(SimpleNamespace(state=changing), chat, action) == chat_tools.SWITCHING
     assert "switching its memory preset" in chat_tools.SWITCHING and "Stop" in chat_tools.BUSY
+
+
+async def test_a_refused_regenerate_leaves_the_reply_its_turn_buttons_and_history_as_they_were(client, app_server,
+                                                                                              tokenizer):
+    # A question that fits beside a 16-token reply but not beside the half of the 10,240-token context that a
+    # long reply reserves
+    question = "Please read this: " + " ".join(["water"] * 7000)
+    assert 5120 < len(tokenizer.encode(question)) < 10000
+    await client.change_settings({"max_tokens": 16})
+    reply = await client.ask(question)
+    shown = reply.content
+    await _until(lambda: (client.action(REGENERATE) or {}).get("forId") == reply.id)
+    await client.change_settings({"max_tokens": 8192})
+    before = set(client.messages)
+    await client.click(client.action(REGENERATE))
+    await _until(lambda: any("Not regenerated" in m.content for m in client.messages.values() if m.id not in before))
+    refusal = next(m.content for m in client.messages.values() if "Not regenerated" in m.content)
+    assert "only 5120 fit" in refusal and "kept as it was" in refusal, refusal
+    await _until(lambda: (client.action(REGENERATE) or {}).get("forId") == reply.id)  # its buttons are back
+    assert client.messages.get(reply.id) is reply and reply.content == shown, "the reply is shown as it was"
+    resumed = await ChatClient(app_server.url, thread_id=client.thread_id).connect()
+    try:
+        texts = [text for kind, text in step_texts(resumed.resumed) if kind == "assistant_message"]
+        assert texts == [shown], "the history holds the reply as it was"
+    finally:
+        await resumed.close()
+    await client.change_settings({"max_tokens": 16})  # the question is still in the chat's prompt
+    assert stats_of((await client.ask("And then?")).content)["prompt"] > 5120

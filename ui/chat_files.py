@@ -20,10 +20,11 @@ from chainlit.config import config
 from engine.settings import CHAT_SAMPLING
 from history import exchange
 from history.writes import transient
-from ui import chat_state
+from ui import chat_state, sidebar
 
 NO_HISTORY = ("Importing needs the chat history, which is off on this server (CHAT_HISTORY=false): turn it on and "
               "restart, then import again.")
+MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|<>~-])")  # what would make Markdown (links, images, emphasis, code, HTML)
 ATTACH_ONE = ("Attach one chat's JSON file to the Import command (the app's Export, or a list of OpenAI messages), "
               "and send it again.")
 
@@ -78,14 +79,32 @@ async def import_chat(engine, layer, message: cl.Message) -> None:
         return await _refuse(f"{file.name} is larger than {most // 1024 // 1024} MB: keep the chat's latest "
                              "messages in it, and import it again.")
     data = await asyncio.to_thread(_read, file.path)
-    try:
-        imported = exchange.parse(data, engine.max_model_len or exchange.MODEL_CONTEXT)
+    try:  # off the event loop: a large file takes a while to read, and every chat's stream runs on the loop
+        imported = await asyncio.to_thread(exchange.parse, data, engine.max_model_len or exchange.MODEL_CONTEXT)
     except exchange.ImportRefused as why:
         return await _refuse(f"{file.name}: {why}.")
+    left_out = _checked_settings(engine, imported)
     thread_id = await _store(layer, imported)
-    await cl.Message(content=f"✅ Imported {len(imported.turns)} messages as a new chat, “{imported.title}”: "
+    await cl.Message(content=f"✅ Imported {len(imported.turns)} messages as a new chat, “{_plain(imported.title)}”: "
                              f"[open it](/thread/{thread_id}), or find it in the history's list. It goes on from "
-                             "its last message.", author="system").send()
+                             "its last message." + left_out, author="system").send()
+
+
+def _checked_settings(engine, imported: exchange.Imported) -> str:
+    """Keep the imported settings the sidebar would take, each on its own; say what was left out and why."""
+    base = sidebar.defaults(engine.settings, engine.preset_name)
+    refused = sidebar.each_valid(imported.settings, base, engine.settings)[1]
+    imported.settings = {key: value for key, value in imported.settings.items() if key not in refused}
+    dropped = [*imported.dropped, *(f"{key.replace('_', ' ')} ({why.rstrip('.')})" for key, why in refused.items())]
+    if not dropped:
+        return ""
+    return ("\n\nLeft out, the chat uses this app's defaults instead: " + "; ".join(_plain(d) for d in dropped) +
+            ". Change them in the settings sidebar once the chat is open.")
+
+
+def _plain(text: str) -> str:
+    """`text` shown as written, never as Markdown: an image in an imported title would be fetched by the browser."""
+    return MARKDOWN.sub(r"\\\1", " ".join(text.split()))
 
 
 def _read(path: str) -> bytes:
@@ -106,7 +125,8 @@ async def _store(layer, imported: exchange.Imported) -> str:
     for index, turn in enumerate(imported.turns):
         step_id, at = str(uuid.uuid4()), (start + timedelta(milliseconds=index)).isoformat() + "Z"
         user_turn = turn["role"] == "user"
-        metadata = {} if user_turn else {"for": asked, "answer": turn["content"], "finish": "stop"}
+        # a question the file holds no answer to stays in the prompt when the chat is reopened (history/turns.py)
+        metadata = {"imported": True} if user_turn else {"for": asked, "answer": turn["content"], "finish": "stop"}
         await layer.create_step({
             "id": step_id, "threadId": thread_id, "name": user.identifier if user_turn and user else config.ui.name,
             "type": "user_message" if user_turn else "assistant_message", "output": turn["content"],

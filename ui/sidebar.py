@@ -2,7 +2,9 @@
 
 Values arrive straight from the socket, so they are validated here like any other
 input: a wrong type or an out-of-range number becomes a message, not a crash, and
-only the known keys are read (a client cannot set engine arguments or paths).
+only the known keys are read (a client cannot set engine arguments or paths). A refused change is neither
+applied nor kept (app.py sends the sidebar in use back, which is what Chainlit stores with the chat); a reopened
+or imported chat's values are each checked on their own, so one bad value never costs the others.
 """
 
 from dataclasses import dataclass, replace
@@ -13,6 +15,9 @@ from pydantic import ValidationError
 from engine import presets
 from engine.presets import BUILT_IN
 from engine.settings import CHAT_SAMPLING, MAX_REPLY_TOKENS, Sampling, Settings, describe
+
+MAX_SYSTEM_PROMPT = 8000  # characters
+SIDEBAR_KEYS = (*CHAT_SAMPLING, "system_prompt", "show_stats", "library")  # what a stored sidebar brings back
 
 PRESET_LABELS = {"auto": "auto: the largest that fits this device"} | {
     name: f"{name}: {preset.purpose}" for name, preset in BUILT_IN.items()}
@@ -76,12 +81,22 @@ def defaults(settings: Settings, current_preset: str) -> ChatPreferences:
 
 def resumed(values: dict, settings: Settings, running: str) -> ChatPreferences:
     """A reopened chat's preferences from its stored sidebar, on the preset that runs now: reopening a chat
-    never restarts the engine that every chat shares. Stored values that no longer pass give the defaults."""
-    base = defaults(settings, running)
-    try:
-        return replace(parse({**values, "preset": running}, base, settings), preset=running)
-    except ValueError:
-        return base
+    never restarts the engine that every chat shares. A stored value that no longer passes falls back to its
+    default; the others are kept."""
+    return replace(each_valid(values, defaults(settings, running), settings)[0], preset=running)
+
+
+def each_valid(values: dict, base: ChatPreferences, settings: Settings) -> tuple[ChatPreferences, dict[str, str]]:
+    """`base` with each of `values` that passes on its own (the preset aside: choosing one is a switch), and
+    why each other was left out, by name: one bad value never costs the good ones."""
+    prefs, refused = base, {}
+    for key, value in values.items():
+        if key in SIDEBAR_KEYS:
+            try:
+                prefs = parse({key: value}, prefs, settings)
+            except ValueError as error:
+                refused[key] = str(error)
+    return prefs, refused
 
 
 def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPreferences:
@@ -90,18 +105,24 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
         sampling = Sampling(**{key: values[key] for key in CHAT_SAMPLING if key in values}
                             | _kept(previous.sampling, values))
     except ValidationError as error:
-        raise ValueError(describe(error, prefix=None)) from None
+        raise ValueError(_short(describe(error, prefix=None))) from None
     system_prompt = values.get("system_prompt", previous.system_prompt)
     show_stats = values.get("show_stats", previous.show_stats)
     library = values.get("library", previous.library)
     preset = values.get("preset", previous.preset)
-    if not isinstance(system_prompt, str) or len(system_prompt) > 8000:
-        raise ValueError("The system prompt must be text of at most 8000 characters.")
+    if not isinstance(system_prompt, str) or len(system_prompt) > MAX_SYSTEM_PROMPT:
+        size = f" (it has {len(system_prompt):,})" if isinstance(system_prompt, str) else ""
+        raise ValueError(f"The system prompt must be text of at most {MAX_SYSTEM_PROMPT:,} characters{size}.")
     valid = presets.names(settings.custom_preset)
     if not isinstance(show_stats, bool) or not isinstance(library, bool) or (preset != previous.preset
                                                                             and preset not in valid):
         raise ValueError(f"'show stats' and 'library' must be on or off, and the preset one of: {', '.join(valid)}.")
     return ChatPreferences(sampling, system_prompt, show_stats, preset, library)
+
+
+def _short(said: str, most: int = 300) -> str:
+    """A refusal quotes the value it refused: a huge one is cut, so the notice stays readable."""
+    return said if len(said) <= most else said[:most] + "…"
 
 
 def _kept(sampling: Sampling, values: dict) -> dict:
