@@ -2,11 +2,13 @@
 
 Regenerate asks the same question again at the chat's sampling settings and puts the new answer in place of the
 old one: in the chat, in its turns and in the history (the old reply is deleted there too, so a reopened chat
-shows, and its prompt holds, exactly what the chat showed). Continue goes on writing a reply that stopped before
-its end, in the same message: the prompt is the same turns plus what was written, rendered as the chat template's
-continuation of it (engine.chat), so the prefix cache serves most of it. Both run inside Chainlit's action
-request, not a task Chainlit can cancel: the chat is told a task runs (its Stop button shows) and Stop aborts the
-request in the engine, leaving a reply that can be continued again.
+shows, and its prompt holds, exactly what the chat showed). The old reply goes only once the engine has taken the
+new request: a refused one (the question no longer fits the context, the engine failed) leaves the reply, its
+turn, its buttons and its history as they were, as a refused Continue does (reply.Reply.put_back). Continue goes
+on writing a reply that stopped before its end, in the same message: the prompt is the same turns plus what was
+written, rendered as the chat template's continuation of it (engine.chat), so the prefix cache serves most of it.
+Both run inside Chainlit's action request, not a task Chainlit can cancel: the chat is told a task runs (its Stop
+button shows) and Stop aborts the request in the engine, leaving a reply that can be continued again.
 """
 
 import chainlit as cl
@@ -44,13 +46,14 @@ async def _ready(engine, chat, action: cl.Action) -> bool:
     return why is None
 
 
-async def _answer(engine, layer, chat, going_on: cl.Message | None) -> None:
-    """Answer the chat's last question again (`going_on`: by continuing that reply), as a task the chat can stop."""
-    asked = chat.turns[-2]
-    del chat.turns[-2:]  # the reply's turn comes back when it is finished (reply.Reply.finish)
+async def _answer(engine, layer, chat, going_on: cl.Message | None, replaces: cl.Message | None = None) -> None:
+    """Answer the chat's last question again (`going_on`: by continuing that reply; `replaces`: the reply a new one
+    takes the place of), as a task the chat can stop."""
+    asked, earlier = chat.turns[-2:]
+    del chat.turns[-2:]  # the turns come back when the reply is finished, or as they were when it is refused
     await cl.context.emitter.task_start()
     try:
-        await reply_to(engine, layer, chat, chat.turns, asked, going_on)
+        await reply_to(engine, layer, chat, chat.turns, asked, going_on, earlier=earlier, replaces=replaces)
     finally:
         await cl.context.emitter.task_end()
 
@@ -66,5 +69,5 @@ async def regenerate(engine, layer, action: cl.Action) -> None:
     if await _ready(engine, chat, action):
         old, chat.reply = chat.reply, None
         await old.remove_actions()
-        await old.remove()  # from the chat and the history: the new answer takes its place
-        await _answer(engine, layer, chat, None)
+        # removed (from the chat and the history) once the engine takes the new request: a refusal keeps it
+        await _answer(engine, layer, chat, None, replaces=old)

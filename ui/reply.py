@@ -45,15 +45,24 @@ class Reply:
     before: Stats | None = None  # a continued reply: what its earlier part cost
     found: object = None  # what the library added to the question (ui/library.Found), shown as its sources
     shown_before: str | None = None  # a continued reply: how it was shown before Continue was pressed
-    added: bool = False  # whether any new text came
+    earlier: dict | None = None  # Continue, Regenerate: the reply's turn, put back with it when they are refused
+    replaces: cl.Message | None = None  # Regenerate: the reply this one replaces once the engine takes the request
+    started: bool = False  # whether the engine sent anything
 
     @property
     def written(self) -> str:
         return self.message.content + self.pending
 
+    async def begun(self) -> None:
+        """The engine took the request: a regenerated reply now takes its predecessor's place, in the chat and in
+        the history."""
+        self.started = True
+        if self.replaces is not None:
+            replaced, self.replaces = self.replaces, None
+            await replaced.remove()
+
     async def add(self, delta: str) -> None:
         self.pending += delta
-        self.added = True
         if time.monotonic() - self.flushed_at >= FLUSH_EVERY_S:
             await self.message.stream_token(self.pending)
             self.pending, self.flushed_at = "", time.monotonic()
@@ -62,6 +71,7 @@ class Reply:
     async def finish(self, stats: Stats | None) -> None:
         """Record the turn in the chat's turns and show (and save) the reply with its notes and cost;
         `stats` None: it was stopped or cut by a failure."""
+        await self.begun()
         answer = self.written
         sent = attachments.as_sent(self.asked, stats)
         if sent is not self.asked:
@@ -84,13 +94,21 @@ class Reply:
         await self.message.send()
 
 
-    async def put_back(self) -> None:
-        """A continuation refused before it wrote anything (the reply no longer fits, the engine failed): the reply,
-        its turn and its tools as they were, so it does not claim to have been stopped."""
-        self.turns += [self.asked, {"role": "assistant", "content": self.message.content}]
+    async def put_back(self) -> cl.Message:
+        """A Continue or Regenerate refused before the engine sent anything (the question no longer fits, the
+        engine failed): the reply, its turn and its tools as they were (a continued reply does not claim to have
+        been stopped; a regenerated one was never removed). Returns the reply, the chat's latest again."""
+        self.turns += [self.asked, self.earlier]
+        if self.replaces is not None:  # Regenerate: the new reply was never shown
+            shown = self.replaces
+            shown.actions = tools(shown.metadata.get("finish"))
+            for action in shown.actions:
+                await action.send(for_id=shown.id)
+            return shown
         self.message.content = self.shown_before
         self.message.actions = tools(self.message.metadata.get("finish"))
         await self.message.send()
+        return self.message
 
 
 def tools(finish: str | None) -> list[cl.Action]:
@@ -124,7 +142,8 @@ def stored_stats(message: cl.Message) -> Stats | None:
         return None
 
 
-async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None, found=None) -> Reply:
+async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None, found=None,
+                 earlier: dict | None = None, replaces: cl.Message | None = None) -> Reply:
     """The reply's message: a new one, or `going_on`, the reply to continue, shown again as its text alone."""
     if chat.reply is not None:  # the tools are for the latest reply only
         await chat.reply.remove_actions()
@@ -139,7 +158,7 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
     chat.reply = message
     before = None if going_on is None else stored_stats(going_on)
     return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before,
-                 found=found, shown_before=shown_before)
+                 found=found, shown_before=shown_before, earlier=earlier, replaces=replaces)
 
 
 async def _busy_notice(engine, layer) -> cl.Message | None:
@@ -153,10 +172,11 @@ async def _busy_notice(engine, layer) -> cl.Message | None:
 
 
 async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None = None,
-                   found=None) -> None:
+                   found=None, earlier: dict | None = None, replaces: cl.Message | None = None) -> None:
     """Answer the user's turn `asked` (its words and attachments, from `attachments.question`); `going_on`: the
     reply to `asked` to continue, in its own message, from its stored answer; `found`: what the library added to
-    the question (ui/library.py), named under the reply."""
+    the question (ui/library.py), named under the reply; `earlier`: the reply's turn that a Continue or a
+    Regenerate (of `replaces`) took out of `turns`, put back if the engine refuses the request."""
     keep_settings(layer)
     sessions.remember(layer)
     attachments.keep(layer, asked)
@@ -164,7 +184,7 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
     prompt = [{key: t[key] for key in PROMPT_KEYS if key in t} for t in [*turns, asked]]
     if going_on is not None:
         prompt.append({"role": "assistant", "content": going_on.metadata["answer"]})
-    reply, stats = await _begin(layer, chat, turns, asked, going_on, found), None
+    reply, stats = await _begin(layer, chat, turns, asked, going_on, found, earlier, replaces), None
     queued = await _busy_notice(engine, layer)
     try:
         async for item in engine.stream(prompt, chat.prefs.sampling, chat.prefs.system_prompt, request_id,
@@ -172,6 +192,8 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
             if queued is not None:
                 await queued.remove()
                 queued = None
+            if not reply.started:
+                await reply.begun()
             if isinstance(item, Stats):
                 stats = item
             else:
@@ -180,11 +202,15 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
         await reply.finish(None)
         raise
     except ChatError as error:
-        if reply.shown_before is not None and not reply.added:
-            await reply.put_back()
+        said = str(error)
+        if reply.earlier is not None and not reply.started:
+            chat.reply = await reply.put_back()
+            if replaces is not None:  # the engine's words are about a new message: say what was (not) done
+                said = (f"Not regenerated: {error.problem[:1].lower()}{error.problem[1:]} {error.fix} The reply "
+                        "above is kept as it was.")
         elif reply.written:  # the engine failed mid-reply: keep what was written
             await reply.finish(None)
-        await cl.ErrorMessage(content=str(error), author="system").send()
+        await cl.ErrorMessage(content=said, author="system").send()
         return
     finally:
         chat.request_id = None
