@@ -24,6 +24,10 @@ in one place, with why.
 - **The chats' sessions** (`live_sessions`, `session_of_socket`, `enter`, `resume`): Chainlit has no public way
   to reach another chat (a broadcast, a deleted chat's tabs), find the session of a socket event, or reopen a
   stored thread for a session (its `resume_thread`, with its owner check); these name its registry and functions.
+- **A settings change too large for the socket** (`bound_settings_changes`): Socket.IO (python-engineio 4, under
+  Chainlit) closes a websocket whose frame is over its 1 MB buffer, so a huge system prompt dropped the chat's
+  connection without a word. Such a frame of a settings change becomes a change holding only its size
+  (`OVERSIZED`), which the sidebar refuses with a sentence like any other bad value; other events are left alone.
 - **Chainlit's Stop notice** (`STOP_NOTICE`): the message its Stop handler posts, which the app replaces by
   ending the reply in "*Stopped.*" (ui/reply.py).
 
@@ -91,6 +95,40 @@ def wrap_socket_handler(event: str, wrap) -> None:
     wrapped = wrap(original)
     wrapped.chainlit_handler = original
     handlers[event] = wrapped
+
+
+OVERSIZED = "oversized_change_bytes"  # the one value of a settings change too large for the socket: its size
+_SETTINGS_FRAME = '42["chat_settings_change"'  # a Socket.IO event frame of the default namespace, without an ack
+
+
+class _BoundedWebsocket:
+    """engineio's websocket, whose over-large settings frames arrive as their size alone."""
+
+    def __init__(self, ws, most: int):
+        self._ws, self._most = ws, most
+
+    def __getattr__(self, name):
+        return getattr(self._ws, name)
+
+    async def wait(self):
+        data = await self._ws.wait()
+        if isinstance(data, str) and len(data) > self._most and data.startswith(_SETTINGS_FRAME):
+            return f'{_SETTINGS_FRAME},{{"{OVERSIZED}": {len(data.encode())}}}]'
+        return data
+
+
+def bound_settings_changes() -> None:
+    """A settings change over the socket's buffer reaches the app as `{OVERSIZED: its bytes}` instead of closing
+    the chat's connection; a `-w` reload wraps engineio's own handler again, not the previous wrapper."""
+    from engineio.async_socket import AsyncSocket
+
+    original = getattr(AsyncSocket._websocket_handler, "engineio_handler", AsyncSocket._websocket_handler)
+
+    async def _websocket_handler(self, ws):
+        return await original(self, _BoundedWebsocket(ws, self.server.max_http_buffer_size))
+
+    _websocket_handler.engineio_handler = original
+    AsyncSocket._websocket_handler = _websocket_handler
 
 
 STOP_NOTICE = "Task manually stopped."  # chainlit.socket's stop handler posts it

@@ -10,6 +10,7 @@ import importlib.metadata
 import inspect
 import sys
 import time
+import types
 
 import socketio
 from chainlit.context import init_http_context
@@ -155,3 +156,35 @@ def test_a_stopping_server_deletes_its_files_folder_and_the_patch_gives_each_pro
 
     assert HTTPSession(id="s", client_type="webapp").files_dir == tmp_path / "s", "the sessions' uploads go there"
     assert chainlit.server.FILES_DIRECTORY == tmp_path, "and the shutdown deletes only that folder"
+
+
+async def test_engineio_drops_a_socket_over_its_buffer_and_the_patch_turns_a_settings_change_into_its_size(
+        monkeypatch):
+    from engineio.async_socket import AsyncSocket
+    from engineio.base_server import BaseServer
+
+    engineio_own = getattr(AsyncSocket._websocket_handler, "engineio_handler", AsyncSocket._websocket_handler)
+    assert "packet is too large" in inspect.getsource(engineio_own), "engineio no longer closes on a large frame"
+    assert inspect.signature(BaseServer.__init__).parameters["max_http_buffer_size"].default == 1_000_000
+
+    seen = []
+
+    async def recording(self, ws):
+        seen.extend([await ws.wait(), await ws.wait(), await ws.wait()])
+
+    monkeypatch.setattr(AsyncSocket, "_websocket_handler", recording)
+    chainlit_patches.bound_settings_changes()
+    chainlit_patches.bound_settings_changes()  # a `-w` reload
+    assert AsyncSocket._websocket_handler.engineio_handler is recording, "wrapped once"
+    frames = iter(['42["chat_settings_change",{"system_prompt":"' + "x" * 2_000 + '"}]',
+                   '42["client_message",' + "y" * 2_000 + "]", '42["chat_settings_change",{"top_p":0.5}]'])
+
+    class Socket:
+        server = types.SimpleNamespace(max_http_buffer_size=1_000)
+
+    async def wait():
+        return next(frames)
+
+    await AsyncSocket._websocket_handler(Socket(), types.SimpleNamespace(wait=wait))
+    assert seen[0] == '42["chat_settings_change",{"oversized_change_bytes": 2047}]'
+    assert len(seen[1]) > 2_000 and seen[2].endswith('{"top_p":0.5}]'), "other frames pass as they came"

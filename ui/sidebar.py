@@ -10,6 +10,7 @@ or imported chat's values are each checked on their own, so one bad value never 
 from dataclasses import dataclass, replace
 
 from chainlit.input_widget import Select, Slider, Switch, TextInput
+from chainlit_patches import OVERSIZED
 from pydantic import ValidationError
 
 from engine import presets
@@ -101,6 +102,9 @@ def each_valid(values: dict, base: ChatPreferences, settings: Settings) -> tuple
 
 def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPreferences:
     """New preferences from the sidebar's values; raises ValueError with a readable message."""
+    if OVERSIZED in values:  # the change was too large for the socket: only its size came
+        raise ValueError(f"the change was {values[OVERSIZED] / 1e6:.1f} MB, more than the 1 MB one change can "
+                         f"carry; the system prompt takes at most {MAX_SYSTEM_PROMPT:,} characters.")
     try:
         sampling = Sampling(**{key: values[key] for key in CHAT_SAMPLING if key in values}
                             | _kept(previous.sampling, values))
