@@ -191,11 +191,13 @@ class ChatClient:
         response.raise_for_status()
         return response.content
 
-    async def send(self, text: str, command: str | None = None, files: list[str] = ()) -> str:
-        """Send a user message (with the ids of files uploaded); returns its id. Use `wait_reply` for the answer."""
+    async def send(self, text: str, command: str | None = None, files: list[str] = (),
+                   message_id: str | None = None) -> str:
+        """Send a user message (with the ids of files uploaded); returns its id. Use `wait_reply` for the answer.
+        `message_id`: the id the message carries (a browser makes a new one; a forged client may not)."""
         self._started.clear()
         self._ended.clear()
-        message_id = str(uuid.uuid4())
+        message_id = message_id or str(uuid.uuid4())
         step = {"id": message_id, "threadId": "", "createdAt": "", "output": text, "name": "User",
                 "type": "user_message", "command": command}
         self.messages[message_id] = Shown(message_id, "User", "user_message", text)

@@ -10,13 +10,13 @@ import time
 import pytest
 
 from engine.settings import load_settings
+from harness.import_fuzz import fuzzed_import
 from history import exchange, tables
 from history.layer import HistoryLayer
 from history.schema import prepare
 from history.turns import turns_from
 from ui import sidebar
 
-ROLES_SEEN = ("user", "assistant", "system", "tool", "developer", "")
 PAIR = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
 
 
@@ -116,62 +116,12 @@ async def test_chainlits_layer_moves_a_step_by_its_id_and_ours_keeps_it_in_its_t
 
 # ---- the import's parser, fuzzed -------------------------------------------------------------------------------
 
-def _value(rng: random.Random, depth: int):
-    kind = rng.choice(["str", "int", "float", "bool", "none", "list", "dict", "message", "huge"] if depth < 40
-                      else ["str", "int", "none"])
-    if kind == "str":
-        return "".join(rng.choice("ab c\n\\\"{}[]<>!()*你\u200b") for _ in range(rng.randint(0, 30)))
-    if kind == "int":
-        return rng.choice([0, -1, 7, 2**63, 10**30])
-    if kind == "float":
-        return rng.choice([0.5, -1e308, 1e308, float("nan")])
-    if kind == "bool":
-        return rng.random() < 0.5
-    if kind == "none":
-        return None
-    if kind == "huge":
-        return "z" * rng.choice([1, 20_000, 600_000])
-    if kind == "message":
-        return {"role": rng.choice(["user", "assistant", "system", "tool", 3, None]),
-                "content": _value(rng, depth + 1) if rng.random() < 0.5 else "text"}
-    if kind == "list":
-        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 6))]
-    return {rng.choice(["messages", "title", "sampling", "role", "content", "type", "text", "temperature"]):
-            _value(rng, depth + 1) for _ in range(rng.randint(0, 5))}
-
-
-def _message(rng: random.Random, index: int) -> dict:
-    """Most often a well-formed message of a chat that alternates (so that many files import), else a near miss."""
-    role = ("user", "assistant")[index % 2] if rng.random() < 0.9 else rng.choice(ROLES_SEEN)
-    text = _value(rng, 5) if rng.random() < 0.1 else "".join(rng.choice("ab 你\n*[]") for _ in range(9))
-    content = [{"type": "text", "text": text}] if rng.random() < 0.2 else text
-    return {"role": role, "content": content}
-
-
-def _fuzzed_file(rng: random.Random) -> bytes:
-    shape = rng.random()
-    if shape < 0.1:
-        return rng.choice([b"[", b"{"]) * rng.randint(1, 200_000)
-    if shape < 0.2:
-        return bytes(rng.randrange(256) for _ in range(rng.randint(0, 200)))
-    if shape < 0.6:
-        messages = [_value(rng, 1) if rng.random() < 0.05 else _message(rng, i) for i in range(rng.randint(0, 12))]
-        head = {"title": _value(rng, 1), "sampling": _value(rng, 1)} if rng.random() < 0.5 else {}
-        found = {**head, "messages": messages} if rng.random() < 0.7 else messages
-    else:
-        found = _value(rng, 0)
-    text = json.dumps(found, ensure_ascii=rng.random() < 0.5)
-    if rng.random() < 0.2 and isinstance(found, list):
-        text = "\n".join(json.dumps(item) for item in found)  # JSON Lines
-    return text.encode()
-
-
 @pytest.mark.slow
 def test_fuzzed_import_files_become_a_chat_or_a_clear_refusal_in_bounded_time():
     rng, settings = random.Random(51), load_settings()
     base, outcomes, deadline = sidebar.defaults(settings, "auto"), {"chat": 0, "refused": 0}, time.monotonic() + 60
     for _ in range(3000):
-        data = _fuzzed_file(rng)
+        data = fuzzed_import(rng)
         started = time.monotonic()
         try:
             imported = exchange.parse(data, 4096)
