@@ -1,12 +1,15 @@
 """Attachments without a server: files read as text (or refused), and the prompt they make with the tiny model's
 tokenizer, cut to the context where they do not fit."""
 
+import io
+import time
+
 import pytest
 
 from engine.chat import as_text, build_prompt, plain
 from engine.errors import ContextTooLongError
 from engine.reports import Stats
-from ui import attachments
+from ui import attachments, pdf_reader
 from ui.attachments import Refused
 
 SYSTEM = "You are a helpful assistant."
@@ -70,6 +73,57 @@ def test_a_pdf_locked_with_a_password_is_refused_saying_so(tmp_path):
     with open(path, "wb") as out:
         writer.write(out)
     with pytest.raises(Refused, match="password"):
+        attachments.read(str(path))
+
+
+def slow_pdf(pages: int = 10) -> bytes:
+    """A PDF of about 16 KB whose pages share one 6 MB content stream of text operators that show nothing: under
+    pypdf's own limit on a stream's tokens, and seconds of pypdf's time for each page that reads it."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter()
+    content = DecodedStreamObject()
+    content.set_data(b"BT /F1 1 Tf () Tj ET\n" * 270_000)
+    shared = writer._add_object(content.flate_encode())
+    font = writer._add_object(DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"):
+                                                NameObject("/Type1"),
+                                                NameObject("/BaseFont"): NameObject("/Helvetica")}))
+    for _ in range(pages):
+        page = writer.add_blank_page(200, 200)
+        page[NameObject("/Contents")] = shared
+        page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject(
+            {NameObject("/F1"): font})})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_pdf_built_to_be_slow_is_refused_within_the_time_per_page_and_in_all(tmp_path, monkeypatch):
+    path = tmp_path / "slow.pdf"
+    path.write_bytes(slow_pdf())
+    assert path.stat().st_size < 40_000
+    monkeypatch.setattr(pdf_reader, "PAGE_S", 1.0)  # its first page alone takes seconds
+    started = time.monotonic()
+    with pytest.raises(Refused, match=r"took too long to read.*page 1 alone took more than 1 s.*Attach its text"):
+        attachments.read(str(path))
+    monkeypatch.setattr(pdf_reader, "PAGE_S", 60.0)
+    monkeypatch.setattr(pdf_reader, "TOTAL_S", 2.0)  # each page is under its own limit: the whole reading is not
+    with pytest.raises(Refused, match=r"took too long to read: more than 2 s, .*; nothing of it was used"):
+        attachments.read(str(path))
+    assert time.monotonic() - started < 30, "each reading stopped at its limit (without one: minutes)"
+
+
+def test_a_pdf_stops_being_read_once_its_text_passes_the_limit():
+    with pytest.raises(Refused, match=r"holds more than .* of text \(seen by page 1\); attach the part you need"):
+        attachments.pdf_text(minimal_pdf("many words " * 200), 1000)
+    assert attachments.pdf_text(minimal_pdf("many words " * 20), 1000).startswith("many words")
+
+
+def test_an_empty_file_is_refused_saying_so(tmp_path):
+    path = tmp_path / "x.txt"
+    path.write_bytes(b"")
+    with pytest.raises(Refused, match="is empty"):
         attachments.read(str(path))
 
 

@@ -4,9 +4,10 @@ Chainlit's upload route (`/project/file`) keeps a file in the session's folder w
 extension match `[features.spontaneous_file_upload]` in .chainlit/config.toml, which the browser's picker
 and drop zone filter by too; the message then carries the files as elements. A declared type is only what
 the client says, so each file is read here: text (UTF-8, UTF-16 with its byte-order mark, else the encoding
-charset-normalizer finds) or a PDF's text (pypdf). Anything else is refused in the chat, naming what is
-accepted, and the message is not answered. engine/chat.py puts the text before the user's words and cuts
-what does not fit the context.
+charset-normalizer finds) or a PDF's text (pypdf, in a child process bounded in time and in text:
+ui/pdf_reader.py). Anything else, and an empty file, is refused in the chat, naming what is accepted, and the
+message is not answered. engine/chat.py puts the text before the user's words and cuts what does not fit the
+context.
 
 The chat's turns keep the text as the model read it (cut where the context cut it). With a history it is kept
 in a table of its own beside Chainlit's (history/schema.py), so a reopened chat's prompt has it again: without a
@@ -15,7 +16,6 @@ Each server process keeps its uploads in a folder of its own (`own_upload_folder
 """
 
 import asyncio
-import io
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -26,6 +26,7 @@ from chainlit.config import config
 import chainlit_patches
 from history import tables
 from tasks import spawn
+from ui import pdf_reader
 
 BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
 SNIFF_BYTES = 8192  # a NUL byte this early means binary data (text in UTF-16 has its byte-order mark)
@@ -76,30 +77,40 @@ def decode(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\x00", "")  # a NUL means nothing to the model; PostgreSQL refuses it
 
 
-def pdf_text(data: bytes) -> str:
-    """The text of a PDF's pages, a blank line between them; Refused when it is damaged or holds no text."""
-    from pypdf import PdfReader
-    from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
-
-    try:
-        pages = [page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages]
-    except FileNotDecryptedError:
-        raise Refused("is locked with a password; attach a copy without one") from None
-    except (PyPdfError, DependencyError, ValueError, KeyError, TypeError) as error:
-        raise Refused(f"could not be read as a PDF ({type(error).__name__})") from error
-    text = "\n\n".join(page.strip() for page in pages if page.strip())
-    if not text:
+def pdf_text(data: bytes, most_chars: int) -> str:
+    """The text of a PDF's pages, a blank line between them; Refused when it is damaged, holds no text, holds
+    more than `most_chars` of it, or takes too long to read (ui/pdf_reader.py reads it, bounded)."""
+    answer = pdf_reader.read(data, most_chars)
+    refused, page = answer.get("refused"), answer.get("page")
+    if refused == "slow":
+        where = f" (page {page} alone took more than {pdf_reader.PAGE_S:g} s)" if page else ""
+        raise Refused(f"took too long to read: more than {pdf_reader.TOTAL_S:g} s{where}, as a PDF built to be slow "
+                      "or a very large one does; nothing of it was used. Attach its text as a .txt file, or a PDF "
+                      "of the pages you need")
+    if refused == "long":
+        raise Refused(f"holds more than {_size(most_chars)} of text (seen by page {page}); attach the part you need")
+    if refused == "locked":
+        raise Refused("is locked with a password; attach a copy without one")
+    if refused == "damaged":
+        raise Refused(f"could not be read as a PDF ({answer.get('error')})")
+    if not answer["text"]:
         raise Refused("is a PDF without text (a scan?); this model reads text only")
-    return text
+    return answer["text"]
+
+
+def _size(chars: int) -> str:
+    return f"{chars / 2**20:g} MB"
 
 
 def read(path: str) -> str:
     """A file's text. A PDF's can be longer than the file: no more is taken than a text file may be long."""
     data = Path(path).read_bytes()
-    text = pdf_text(data) if data.startswith(b"%PDF-") else decode(data)
-    most_mb = config.features.spontaneous_file_upload.max_size_mb
-    if len(text) > most_mb * 2**20:
-        raise Refused(f"holds more than {most_mb} MB of text; attach the part you need")
+    if not data:
+        raise Refused("is empty (0 bytes); attach a file with text in it")
+    most_chars = config.features.spontaneous_file_upload.max_size_mb * 2**20
+    text = pdf_text(data, most_chars) if data.startswith(b"%PDF-") else decode(data)
+    if len(text) > most_chars:
+        raise Refused(f"holds more than {_size(most_chars)} of text; attach the part you need")
     return text
 
 
