@@ -28,6 +28,9 @@ in one place, with why.
   Chainlit) closes a websocket whose frame is over its 1 MB buffer, so a huge system prompt dropped the chat's
   connection without a word. Such a frame of a settings change becomes a change holding only its size
   (`OVERSIZED`), which the sidebar refuses with a sentence like any other bad value; other events are left alone.
+- **An empty file can be uploaded** (`keep_empty_uploads`): Chainlit's `persist_file` takes 0 bytes for "no
+  content" and raises, so its upload route answered an empty file with an HTTP 500. The file is kept as the empty
+  file it is, and ui/attachments.py refuses it in the chat by name ("x.txt is empty").
 - **Chainlit's Stop notice** (`STOP_NOTICE`): the message its Stop handler posts, which the app replaces by
   ending the reply in "*Stopped.*" (ui/reply.py).
 
@@ -132,6 +135,25 @@ def bound_settings_changes() -> None:
 
 
 STOP_NOTICE = "Task manually stopped."  # chainlit.socket's stop handler posts it
+
+
+def keep_empty_uploads() -> None:
+    """Chainlit's sessions keep an uploaded file of 0 bytes (as a copy of an empty file) instead of raising; a
+    `-w` reload wraps Chainlit's own method again, never the wrapper of the previous load."""
+    import tempfile
+
+    from chainlit.session import BaseSession
+
+    original = getattr(BaseSession.persist_file, "chainlit_method", BaseSession.persist_file)
+
+    async def persist_file(self, name, mime, path=None, content=None):
+        if path or content is None or len(content):
+            return await original(self, name, mime, path=path, content=content)
+        with tempfile.NamedTemporaryFile(prefix="empty-upload-") as empty:
+            return await original(self, name, mime, path=empty.name)
+
+    persist_file.chainlit_method = original
+    BaseSession.persist_file = persist_file
 
 
 def own_upload_folder(folder) -> None:

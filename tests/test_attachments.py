@@ -167,3 +167,19 @@ async def test_a_reopened_chat_keeps_its_attachment_in_the_prompt_after_a_restar
         assert second.stop() == 0
     with sqlite3.connect(tmp_path / "chats.db") as db:
         assert db.execute("SELECT COUNT(*) FROM chat_attachments").fetchone() == (0,), "a deleted chat's files go"
+
+
+async def test_an_empty_file_is_refused_by_name_in_the_chat_and_the_library_never_with_a_500(chat):
+    uploaded = await chat.upload("x.txt", b"", "text/plain")
+    assert uploaded.status_code == 200, uploaded.text
+    before = len(chat.replies("ERNIE Chat"))
+    await chat.send("What is in it?", files=[uploaded.json()["id"]])
+    await chat.wait_idle()
+    refusal = chat.replies()[-1].content
+    assert "not sent to the model" in refusal and "x.txt is empty" in refusal, refusal
+    assert len(chat.replies("ERNIE Chat")) == before
+    assert any(m.content == "What is in it?" for m in chat.messages.values()), "the message stays in the chat"
+    again = await chat.upload("x.txt", b"", "text/plain")
+    await chat.send("", command="Library", files=[again.json()["id"]])
+    await chat.wait_idle()
+    assert "Not added: x.txt is empty" in chat.replies()[-1].content

@@ -188,3 +188,24 @@ async def test_engineio_drops_a_socket_over_its_buffer_and_the_patch_turns_a_set
     await AsyncSocket._websocket_handler(Socket(), types.SimpleNamespace(wait=wait))
     assert seen[0] == '42["chat_settings_change",{"oversized_change_bytes": 2047}]'
     assert len(seen[1]) > 2_000 and seen[2].endswith('{"top_p":0.5}]'), "other frames pass as they came"
+
+
+async def test_chainlit_refuses_to_keep_an_empty_upload_and_the_patch_keeps_it_as_an_empty_file(monkeypatch, tmp_path):
+    import pytest
+    from chainlit.session import BaseSession, HTTPSession
+
+    import chainlit.config
+
+    monkeypatch.setattr(chainlit.config, "FILES_DIRECTORY", tmp_path)
+    monkeypatch.setattr(BaseSession, "persist_file", BaseSession.persist_file)
+    session = HTTPSession(id="s", client_type="webapp")
+    original = getattr(BaseSession.persist_file, "chainlit_method", BaseSession.persist_file)
+    with pytest.raises(ValueError, match="Either path or content must be provided"):
+        await original(session, name="x.txt", mime="text/plain", content=b"")  # the upload route's 500
+    chainlit_patches.keep_empty_uploads()
+    chainlit_patches.keep_empty_uploads()  # a `-w` reload
+    assert BaseSession.persist_file.chainlit_method is original, "wrapped once"
+    kept = await session.persist_file(name="x.txt", mime="text/plain", content=b"")
+    assert session.files[kept["id"]]["size"] == 0 and session.files[kept["id"]]["path"].read_bytes() == b""
+    other = await session.persist_file(name="y.txt", mime="text/plain", content=b"text")
+    assert session.files[other["id"]]["path"].read_bytes() == b"text", "other files are kept as Chainlit keeps them"

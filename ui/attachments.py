@@ -40,12 +40,14 @@ class Refused(Exception):
 def own_upload_folder() -> None:
     """Uploads of this process go to `.files/<process id>`: a stopping Chainlit server deletes its whole files
     folder, which took the uploads of every other server run from the same folder (several app processes, the
-    tests' servers) and failed their next upload."""
+    tests' servers) and failed their next upload. An empty file is uploaded as one (Chainlit's route answered it
+    with an HTTP 500), so that `read` refuses it by name."""
     import chainlit.config
 
     own = Path(chainlit.config.APP_ROOT) / ".files" / str(os.getpid())
     own.mkdir(parents=True, exist_ok=True)
     chainlit_patches.own_upload_folder(own)
+    chainlit_patches.keep_empty_uploads()
 
 
 def accepted() -> str:
