@@ -1,7 +1,8 @@
 """The door in front of the OpenAI-compatible API: the key, the body's size, the sequences asked, the engine's state.
 
 vLLM's app (`engine.openai_app()`, engine/openai_app.py) answers the protocol once a request is let through. This gate
-decides first, so that a missing key is a 401, an oversized body a 413, a request for more
+decides first, so that a missing key is a 401, an oversized body a 413, a body that is not JSON or nests
+absurdly deep a 400 in the API's error shape (never a 500 from deeper down), a request for more
 sequences than the engine has slots a 400, and an engine that is starting, switching presets or
 restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
 hang, never a 500. A request's sequences are its prompts times its `n`, read with vLLM's own
@@ -24,10 +25,16 @@ from engine.errors import ChatError
 from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, request_models
 from runtime import RUNTIME
 from web.asgi import read_body, replay
+from web.guard import from_this_machine
 
 log = logging.getLogger("engine")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # far above the longest prompt a preset's context holds
+MAX_DEPTH = 100  # how deep a request's JSON may nest: far below Python's recursion limit, far above real requests
 RETRY_AFTER_S = 10
+
+
+class BodyRefused(Exception):
+    """A request body that is not a request at all; the text says why and what to send."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +78,22 @@ class ApiGate:
         if body is None:
             return await _error(send, 413, f"The request body is larger than {MAX_BODY_BYTES // 2**20} MiB; "
                                            "send a shorter prompt.", "RequestTooLarge")
-        sources = None
-        if scope.get("path", "").rstrip("/") == CHAT_PATH and body:
+        path = scope.get("path", "").rstrip("/")
+        request, sources = None, None
+        if path in (CHAT_PATH, COMPLETIONS_PATH):
             try:
-                body, sources = await library_field.apply(body, self.library_layer, self.library_user)
+                request = parsed(body)
+            except BodyRefused as why:
+                return await _error(send, 400, str(why), "BadRequestError")
+        if path == CHAT_PATH and isinstance(request, dict) and library_field.FIELD in request:
+            user = self.library_user if from_this_machine(scope) else None
+            try:
+                sources = await library_field.apply(request, self.library_layer, user)
             except library_field.FieldRefused as why:
                 return await _error(send, 400, str(why), "BadRequestError", library_field.FIELD)
+            body = json.dumps(request).encode()
         try:
-            cost = await self._cost(scope, body)
+            cost = await self._cost(path, request)
             problem = cost and cost.too_many(await self._slots())
             if not problem:
                 app = await asyncio.wait_for(self.engine.openai_app(), self.engine.settings.api_wait_s)
@@ -98,14 +113,13 @@ class ApiGate:
         async with self.engine.admit(API, cost.sequences if cost else 0):
             await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
 
-    async def _cost(self, scope, body: bytes) -> Cost | None:
-        """What the request asks of the engine; None when it generates nothing (e.g. /v1/models)."""
-        path = scope.get("path", "").rstrip("/")
-        if path not in (CHAT_PATH, COMPLETIONS_PATH) or not body:
+    async def _cost(self, path: str, request) -> Cost | None:
+        """What the parsed `request` to `path` asks of the engine; None when it generates nothing (/v1/models)."""
+        if request is None:
             return None
         if self._models is None:  # importing vLLM takes seconds: not on the event loop
             self._models = await asyncio.to_thread(request_models)
-        return request_cost(self._models[path], body)
+        return request_cost(self._models[path], request)
 
     async def _slots(self) -> int | None:
         """The sequence slots of the running preset, or of the one the next start will pick (None: it will fail)."""
@@ -113,11 +127,42 @@ class ApiGate:
         return preset.max_num_seqs if preset else None
 
 
-def request_cost(model, body: bytes) -> Cost | None:
-    """The sequences a JSON `body` asks for, read by vLLM's request `model` as vLLM will read it ("40" and 40.0
-    are n=40); None when vLLM will refuse the body itself (not JSON, n of 0, "40.5", an empty prompt)."""
+def parsed(body: bytes):
+    """The JSON value of a request `body` that generates text. Raises BodyRefused, saying why, for a body that is
+    not JSON or nests deeper than `MAX_DEPTH` (vLLM would parse it again further down the stack, where a depth
+    that passed here can still exhaust Python's recursion: a 500)."""
+    too_deep = BodyRefused(f"The request body's JSON nests more than {MAX_DEPTH} levels deep; a request, its JSON "
+                           "schemas included, rarely needs 20: send the fields as the OpenAI API describes them.")
     try:
-        request = model.model_validate(json.loads(body))
+        value = json.loads(body)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as error:  # also text that is not UTF-8
+        reason = error.msg if isinstance(error, json.JSONDecodeError) else "it is not UTF-8 text"
+        raise BodyRefused(f"The request body is not JSON ({reason}): send a JSON object, as the OpenAI API "
+                          "describes.") from None
+    if _deeper_than(value, MAX_DEPTH):
+        raise too_deep
+    return value
+
+
+def _deeper_than(value, most: int) -> bool:
+    """Whether `value` nests lists and objects more than `most` deep; walks the containers level by level, without
+    recursion."""
+    level = [value] if isinstance(value, (list, dict)) else []
+    for _ in range(most):
+        level = [item for container in level for item in (container.values() if isinstance(container, dict)
+                                                           else container) if isinstance(item, (list, dict))]
+        if not level:
+            return False
+    return True
+
+
+def request_cost(model, request) -> Cost | None:
+    """The sequences a parsed JSON `request` asks for, read by vLLM's request `model` as vLLM will read it ("40"
+    and 40.0 are n=40); None when vLLM will refuse the request itself (n of 0, "40.5", an empty prompt)."""
+    try:
+        request = model.model_validate(request)
     except Exception:  # vLLM's own validation answers it, in its own words
         return None
     fields = type(request).model_fields
@@ -187,9 +232,10 @@ async def _refused(engine, scope, send) -> bool:
 
 
 def _authorized(scope, key: str) -> bool:
+    """The Authorization header's bytes against the key's UTF-8 (as a client sends a key that is not ASCII), in
+    constant time; a header the key cannot be is simply no match."""
     headers = dict(scope.get("headers") or [])
-    given = headers.get(b"authorization", b"").decode("latin-1")
-    return hmac.compare_digest(given.encode(), f"Bearer {key}".encode())
+    return hmac.compare_digest(headers.get(b"authorization", b""), f"Bearer {key}".encode())
 
 
 async def _error(send, status: int, message: str, kind: str, param: str | None = None,

@@ -23,7 +23,7 @@ def models():
 
 
 def cost(models, path: str, **body) -> Cost | None:
-    return request_cost(models[path], json.dumps({"model": "m", **body}).encode())
+    return request_cost(models[path], {"model": "m", **body})
 
 
 def chat_cost(models, **body) -> Cost | None:
@@ -63,21 +63,21 @@ def test_completions_multiply_n_by_the_prompts(models, prompt, prompts):
 def test_best_of_counts_where_vllm_has_it_and_is_ignored_where_it_does_not(models):
     plain = models[COMPLETIONS_PATH]
     if "best_of" not in plain.model_fields:  # vLLM ignores it: one sequence per choice
-        assert request_cost(plain, b'{"prompt": "x", "n": 2, "best_of": 30}') == Cost(1, 2)
+        assert request_cost(plain, {"prompt": "x", "n": 2, "best_of": 30}) == Cost(1, 2)
 
     class WithBestOf(plain):
         best_of: int | None = None
 
-    assert request_cost(WithBestOf, b'{"prompt": ["x", "y"], "n": 2, "best_of": "6"}') == Cost(2, 6, "best_of")
-    assert request_cost(WithBestOf, b'{"prompt": "x", "n": 3}') == Cost(1, 3)
+    assert request_cost(WithBestOf, {"prompt": ["x", "y"], "n": 2, "best_of": "6"}) == Cost(2, 6, "best_of")
+    assert request_cost(WithBestOf, {"prompt": "x", "n": 3}) == Cost(1, 3)
 
 
 @pytest.mark.parametrize("body", [
-    b"{not json", b"[]", b'"text"', b'{"prompt": "x", "n": "forty"}', b'{"prompt": "x", "n": 2.5}',
+    b"[]", b'"text"', b'{"prompt": "x", "n": "forty"}', b'{"prompt": "x", "n": 2.5}',
     b'{"prompt": "x", "n": 0}', b'{"prompt": ""}', b'{"prompt": []}', b'{"prompt": [1, "a"]}', b'{"n": 2}',
 ], ids=lambda body: body.decode())
 def test_bodies_vllm_refuses_are_left_to_it(models, body):
-    assert request_cost(models[COMPLETIONS_PATH], body) is None
+    assert request_cost(models[COMPLETIONS_PATH], json.loads(body)) is None
 
 
 def test_the_message_names_the_count_the_limit_and_the_fix():

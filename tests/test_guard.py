@@ -16,7 +16,7 @@ from harness.chat_client import ChatClient, SignInRefused
 from harness.presets import APP_PRESET
 from harness.nginx import NginxProxy, nginx_bin
 from harness.server import ROOT, ChainlitServer
-from web.guard import MAX_FAILURES, FailedSignIns, host_name
+from web.guard import MAX_ADDRESS_FAILURES, MAX_FAILURES, FailedSignIns, host_name
 from web.listen import is_loopback
 
 REBOUND = "rebind.attacker.example"
@@ -55,22 +55,26 @@ def test_an_app_already_serving_without_the_guard_is_refused_not_served(monkeypa
 def test_failed_sign_ins_are_slowed_per_key_and_age_out():
     clock = [1000.0]
     failed = FailedSignIns(now=lambda: clock[0])
+    bob_there, there = ("name", "bob", "10.0.0.1"), ("address", "10.0.0.1")
+    limits = {bob_there: MAX_FAILURES, there: MAX_ADDRESS_FAILURES}
     for _ in range(MAX_FAILURES - 1):
-        failed.add(["user:bob", "address:10.0.0.1"])
-    assert failed.wait_s(["user:bob"]) == 0, "fewer failures than the limit still may try"
+        failed.add(limits)
+    assert failed.wait_s(limits) == 0, "fewer failures than the limit still may try"
     clock[0] += 10
-    failed.add(["user:bob", "address:10.0.0.1"])
-    assert 49 < failed.wait_s(["user:alice", "address:10.0.0.1"]) <= 50, "the address is slowed for any user"
-    assert failed.wait_s(["user:alice", "address:10.0.0.2"]) == 0
+    failed.add(limits)
+    assert 49 < failed.wait_s(limits) <= 50, "bob is slowed from that address"
+    assert failed.wait_s({("name", "bob", "10.0.0.2"): MAX_FAILURES, ("address", "10.0.0.2"): MAX_ADDRESS_FAILURES}) \
+        == 0, "bob from his own address is not"
+    assert failed.wait_s({("name", "alice", "10.0.0.1"): MAX_FAILURES, there: MAX_ADDRESS_FAILURES}) == 0, \
+        "nor another name from that address, below the address's own limit"
     clock[0] += 50.5
-    assert failed.wait_s(["user:bob"]) == 0 and len(failed.failures["user:bob"]) == 1, "the oldest aged out"
+    assert failed.wait_s(limits) == 0 and len(failed.failures[bob_there]) == 1, "the oldest aged out"
     clock[0] += 60
-    failed.wait_s([])
+    failed.wait_s({})
     assert not failed.failures, "keys without recent failures are forgotten"
-    stamp = failed.add(["user:carol"])
-    failed.undo(["user:carol"], stamp)
-    assert failed.wait_s(["user:carol"]) == 0 and not failed.failures["user:carol"], \
-        "a sign-in that worked is no failure"
+    stamp = failed.add(["carol"])
+    failed.undo(["carol"], stamp)
+    assert failed.wait_s({"carol": 1}) == 0 and not failed.failures["carol"], "a sign-in that worked is no failure"
 
 
 def cors_headers(response: httpx.Response) -> list[str]:

@@ -9,8 +9,14 @@ On loopback nobody signs in (web/signin.py), so "this request comes from a perso
   get CORS headers (the same origin needs none).
 - **Proxies**: a request carrying forwarding headers was sent by someone elsewhere through a reverse proxy on
   this machine: it never gets the local user (the sign-in asks for a password) nor the API without its key.
-Password sign-ins are also slowed here: after `MAX_FAILURES` failures within `FAILURE_WINDOW_S` for one user
-name or one client address, /login answers 429 with Retry-After until the oldest failure ages out. An upload
+Password sign-ins are also slowed here, so that guessing is slow but someone else's guesses never lock a user out:
+after `MAX_FAILURES` failures within `FAILURE_WINDOW_S` for one user name *from one address*, or
+`MAX_ADDRESS_FAILURES` for any names from one address, /login answers that address 429 with Retry-After until the
+oldest failure ages out; the real user, signing in from their own address, is not slowed by guesses at their
+name from elsewhere. The address is the connection's as uvicorn gives it: it believes `X-Forwarded-For` only from
+the proxies it trusts (FORWARDED_ALLOW_IPS, by default this machine's own, where the reverse proxy of a loopback
+server runs; that proxy appends the address it saw), so a sender elsewhere cannot pick a fresh address per guess
+by forging the header. A sender on this machine could, but there it is the local user already. An upload
 larger than an attachment may be is refused here too (413): Chainlit reads a whole file into memory before it
 checks its size.
 """
@@ -24,7 +30,8 @@ from web.asgi import read_body, replay
 from web.listen import is_loopback
 
 FORWARDING_HEADERS = (b"x-forwarded-for", b"forwarded", b"x-real-ip")
-MAX_FAILURES = 5
+MAX_FAILURES = 5  # for one user name from one address: a person mistyping their own password a few times
+MAX_ADDRESS_FAILURES = 20  # from one address, whatever the names: one sender trying many names
 FAILURE_WINDOW_S = 60.0
 MAX_LOGIN_BODY = 64 * 1024
 LOGIN_PATH = "/login"
@@ -40,6 +47,13 @@ def forwarded(headers: dict) -> bool:
     return any(name in headers for name in FORWARDING_HEADERS)
 
 
+def from_this_machine(scope) -> bool:
+    """Whether an ASGI request may be the local user's: no proxy says it passed it on, and it came in over
+    loopback (as every request to a loopback server does unless uvicorn took a forwarded address for it)."""
+    client = (scope.get("client") or ("",))[0]
+    return not forwarded(dict(scope.get("headers") or [])) and is_loopback(client)
+
+
 def host_name(host: str) -> str:
     """'Name:port' or '[v6]:port' -> the bare lower-case name."""
     host = host.strip().lower()
@@ -49,19 +63,20 @@ def host_name(host: str) -> str:
 
 
 class FailedSignIns:
-    """Recent failed password sign-ins per key (a user name or a client address)."""
+    """Recent failed password sign-ins per key (a user name at an address, or an address), each key with its
+    limit."""
 
     def __init__(self, now=time.monotonic):
         self.now = now
         self.failures: dict[str, deque] = defaultdict(deque)
 
-    def wait_s(self, keys) -> float:
-        """0 when each key may try again, else the seconds until the first of them may."""
+    def wait_s(self, limits: dict) -> float:
+        """0 when each key may try again, else the seconds until all may (`limits`: failures allowed per key)."""
         self._forget_old()
         wait = 0.0
-        for key in keys:
+        for key, most in limits.items():
             times = self.failures.get(key, ())
-            if len(times) >= MAX_FAILURES:
+            if len(times) >= most:
                 wait = max(wait, times[0] + FAILURE_WINDOW_S - self.now())
         return wait
 
@@ -108,7 +123,7 @@ class Guard:
         if problem is not None:
             return await _refuse(scope, receive, send, 401 if problem is PROXY_SIGNIN else 403, problem)
         if scope["type"] == "http" and scope["path"] == LOGIN_PATH and scope["method"] == "POST":
-            return await self._login(scope, receive, send, headers)
+            return await self._login(scope, receive, send)
         if scope["type"] == "http" and scope["path"] == UPLOAD_PATH and not _upload_fits(headers):
             return await _refuse(scope, receive, send, 413, f"This upload is over the {_upload_limit_mb()} MB an "
                                  "attachment may be (or does not say its length): attach a smaller file.")
@@ -145,17 +160,20 @@ class Guard:
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and bool(host) and parts.netloc == host.lower()
 
-    async def _login(self, scope, receive, send, headers: dict):
-        """A password sign-in, refused for a while after too many failures of its user name or address."""
+    async def _login(self, scope, receive, send):
+        """A password sign-in, refused for a while after too many failures of its user name from its address, or
+        of its address."""
         body = await read_body(receive, MAX_LOGIN_BODY)
         if body is None:
             return await _refuse(scope, receive, send, 413, "The sign-in form is too large.")
         user = (parse_qs(body.decode("latin-1")).get("username") or [""])[0].strip().lower()
-        keys = [f"user:{user}", f"address:{_client_address(scope, headers)}"]
-        wait = self.failed.wait_s(keys)
+        address = (scope.get("client") or ("?",))[0]  # uvicorn's: a forwarded one only from a trusted proxy
+        limits = {("name at address", user, address): MAX_FAILURES, ("address", address): MAX_ADDRESS_FAILURES}
+        keys = list(limits)
+        wait = self.failed.wait_s(limits)
         if wait > 0:
-            return await _refuse(scope, receive, send, 429, f"Too many failed sign-ins for this user or address; "
-                                 f"try again in {int(wait) + 1} s.", retry_after=int(wait) + 1)
+            return await _refuse(scope, receive, send, 429, f"Too many failed sign-ins from your address; try again "
+                                 f"in {int(wait) + 1} s.", retry_after=int(wait) + 1)
         stamp = self.failed.add(keys)  # counted from the start: guesses sent all at once are slowed too
         status = {}
 
@@ -181,14 +199,6 @@ def _upload_fits(headers: dict) -> bool:
     """Whether an upload says how long it is (a browser's always does) and is no longer than the limit allows."""
     length = headers.get(b"content-length", b"")
     return length.isdigit() and int(length) <= _upload_limit_mb() * 2**20 + UPLOAD_OVERHEAD
-
-
-def _client_address(scope, headers: dict) -> str:
-    """The address the nearest proxy saw (it appends it last), else the connection's own."""
-    for name in (b"x-forwarded-for", b"x-real-ip"):
-        if name in headers:
-            return headers[name].decode("latin-1").split(",")[-1].strip()
-    return (scope.get("client") or ("?",))[0]
 
 
 async def _refuse(scope, receive, send, status: int, reason: str, retry_after: int | None = None) -> None:
