@@ -9,6 +9,7 @@ turns cannot be saved (history/writes.py).
 
 import asyncio
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
@@ -22,6 +23,7 @@ from history.writes import tell_failing
 STEP_THREAD = 'SELECT "threadId" FROM steps WHERE "id" = :id'
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
 KNOWN_THREADS = 10_000  # how many thread ids to remember as existing
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python str, any surrogate is a lone one
 
 
 def _remember(ids: dict, key: str, value=None) -> None:
@@ -111,7 +113,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
         connection instead of an ORM session per query. SQLite runs each query whole in the layer's own thread:
         one hop instead of one per driver call (docs/benchmarks.md, "What the history costs"), and its one writer
         never waits for a lock."""
-        values = {key: self._plain(key, value) for key, value in parameters.items()}
+        values = {key: valid_text(self._plain(key, value)) for key, value in parameters.items()}
         try:
             if self.sqlite:
                 rows = await asyncio.get_running_loop().run_in_executor(self.sqlite_thread, self._run_sqlite,
@@ -127,6 +129,7 @@ class HistoryLayer(SQLAlchemyDataLayer):
 
     async def execute_all(self, statements: list[tuple[str, dict]]) -> None:
         """Run `statements` in one transaction: all of them, or none (it raises the database's error)."""
+        statements = [(query, valid_text(values)) for query, values in statements]
         if self.sqlite:
             await asyncio.get_running_loop().run_in_executor(self.sqlite_thread, self._run_all_sqlite, statements)
             return
@@ -163,6 +166,19 @@ async def tell_not_saved() -> None:
                                      "Reload the page and send it again.", author="system")
     notice.persisted = True
     await notice.send()
+
+
+def valid_text(value):
+    """`value` with each lone UTF-16 surrogate replaced by U+FFFD: a browser's JSON can carry one ("\\ud800"), no
+    database's UTF-8 can hold it, and every write of that message (its step, the thread named after it) would
+    fail. Every query's values pass through it (`execute_sql`, `execute_all`)."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {key: valid_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [valid_text(item) for item in value]
+    return value
 
 
 def _without_nul(value):

@@ -44,9 +44,24 @@ async def tell_failing(where: str, error: BaseException) -> None:
     if session is None or record_of(session).told_failing:
         return
     record_of(session).told_failing = True
+    if _not_text(error):  # the text, not the disk: nothing the user can free or fix on the server
+        await _notice(f"⚠️ This chat could not be saved: the history database ({where}) could not take its text "
+                      f"(“{reason(error)}”). The chat goes on; what is shown here is missing from the history.")
+        return
     await _notice(f"⚠️ This chat could not be saved: the history database ({where}) said “{reason(error)}”. "
                   "The chat goes on; turns written while this lasts are missing from the history. Free disk space "
                   "or fix the database's permissions, and saving resumes by itself.")
+
+
+def _not_text(error: BaseException | None) -> bool:
+    """Whether `error` (or what caused it) is text a database cannot encode, not a failing disk."""
+    for _ in range(8):  # a driver's error wraps the cause a few levels deep at most
+        if error is None:
+            return False
+        if isinstance(error, UnicodeError):
+            return True
+        error = getattr(error, "orig", None) or error.__cause__ or error.__context__
+    return False
 
 
 def _chat_session():

@@ -25,10 +25,14 @@ from chainlit.config import config
 
 import chainlit_patches
 from history import tables
+from history.layer import valid_text
 from tasks import spawn
 from ui import pdf_reader
 
 BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
+NOT_TEXT_NOTE = ("*Your message held characters that are not text (lone UTF-16 surrogates, which a broken paste "
+                 "or a client can send): each was replaced by �, in what the model read and in the history; the "
+                 "rest of the message is as you wrote it.*")
 SNIFF_BYTES = 8192  # a NUL byte this early means binary data (text in UTF-16 has its byte-order mark)
 WRITES: dict[str, asyncio.Task] = {}  # message id -> the latest write of its attachments (`keep`)
 
@@ -120,7 +124,9 @@ async def question(message: cl.Message) -> dict | None:
     """The user's turn for the prompt, its attached files read as text; None when a file is refused (the chat
     is told why and what is accepted)."""
     files = [element for element in message.elements or [] if getattr(element, "path", None)]
-    asked = {"id": message.id, "role": "user", "content": message.content}
+    asked = {"id": message.id, "role": "user", "content": valid_text(message.content)}
+    if asked["content"] != message.content:
+        await cl.Message(content=NOT_TEXT_NOTE, author="system").send()
     if not files:
         return asked
     most = config.features.spontaneous_file_upload.max_files
