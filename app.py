@@ -64,11 +64,8 @@ async def on_message(message: cl.Message):
     await settings_first.applied(cl.context.session)  # a settings change sent before this message applies to it
     chat = await chat_state.current(engine)
     prefs = chat.prefs
-    drawn = await library.with_passages(chat_history, asked, prefs.library, engine.max_model_len,
-                                        prefs.sampling.max_tokens, prefs.system_prompt)
-    if drawn is None:  # it named documents the library does not hold: the chat was told
-        return
-    asked, found = drawn
+    asked, found = await library.with_passages(chat_history, asked, prefs.library, engine.max_model_len,
+                                               prefs.sampling.max_tokens, prefs.system_prompt)
     turns = chat.turns_before(message.id)
     if not await start_note.ensure_engine(engine, chat):
         chat.waiting = asked  # answered if "Try again" brings the engine up
