@@ -52,8 +52,12 @@ def installed_build() -> str:
 
 
 def installed() -> dict[str, str]:
-    """{normalised name: version} of every distribution installed in this Python."""
-    return {normal(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
+    """{normalised name: version} of every distribution this Python imports: where a name is installed twice (a
+    folder on PYTHONPATH before the system's packages), the first on sys.path, as `import` finds it."""
+    found = {}
+    for distribution in importlib.metadata.distributions():
+        found.setdefault(normal(distribution.metadata["Name"]), distribution.version)
+    return found
 
 
 def compare(lock: str, have: dict[str, str]) -> list[tuple[str, str, str]]:
