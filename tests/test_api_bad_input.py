@@ -221,8 +221,11 @@ def random_value(rng: random.Random, depth: int = 0):
 def fuzzed_body(rng: random.Random, model: str) -> bytes:
     """A chat request with a random `library` field, now and then random messages, a deep nesting or a cut."""
     request = chat_request(model, library=random_value(rng))
-    if rng.random() < 0.2:
+    roll = rng.random()
+    if roll < 0.2:
         request["messages"] = random_value(rng)
+    elif roll < 0.5:
+        request["messages"] = [{"role": "user", "content": random_text(rng)}]
     body = json.dumps(request).encode()
     roll = rng.random()
     if roll < 0.05:
