@@ -29,6 +29,7 @@ from web.guard import from_this_machine
 
 log = logging.getLogger("engine")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # far above the longest prompt a preset's context holds
+SMALL_BODY_BYTES = 64 * 1024  # parsed on the event loop; a larger body off it
 MAX_DEPTH = 100  # how deep a request's JSON may nest: far below Python's recursion limit, far above real requests
 RETRY_AFTER_S = 10
 
@@ -81,8 +82,8 @@ class ApiGate:
         path = scope.get("path", "").rstrip("/")
         request, sources = None, None
         if path in (CHAT_PATH, COMPLETIONS_PATH):
-            try:
-                request = parsed(body)
+            try:  # a large body is walked in a thread: its Python-level depth check then shares the loop
+                request = parsed(body) if len(body) <= SMALL_BODY_BYTES else await asyncio.to_thread(parsed, body)
             except BodyRefused as why:
                 return await _error(send, 400, str(why), "BadRequestError")
         if path == CHAT_PATH and isinstance(request, dict) and library_field.FIELD in request:

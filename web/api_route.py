@@ -64,8 +64,8 @@ def open_api(engine) -> None:
 
 
 def open_library(engine, layer, loopback: bool) -> None:
-    """Let the API's `library` field read the library of this machine's own user, on loopback only
-    (api/library_field.py says why)."""
+    """Let the API's `library` field read the library of this machine's own user, on loopback only and for
+    requests from this machine only (web/guard.from_this_machine; api/library_field.py says why)."""
     from web.signin import LOCAL_USER
 
     if engine.serves_api and engine.settings.api:
