@@ -31,6 +31,12 @@ in one place, with why.
 - **An empty file can be uploaded** (`keep_empty_uploads`): Chainlit's `persist_file` takes 0 bytes for "no
   content" and raises, so its upload route answered an empty file with an HTTP 500. The file is kept as the empty
   file it is, and ui/attachments.py refuses it in the chat by name ("x.txt is empty").
+- **A chat's thread opens at its first words** (`open_threads_at_first_words`): Chainlit takes a chat's first
+  message as its "first interaction" even when it holds no words (a chip pressed before typing: Status, Library,
+  Import): it names the stored thread after the empty text ("Untitled Conversation", never renamed by the questions
+  that follow) and tells the page an empty interaction, which the page takes for none, so it never moves to the
+  thread's address, never lists it, and never shows Stop. Such a message now leaves the chat unopened; its steps
+  wait in Chainlit's queue until the first message with words opens the thread, named after them.
 - **Chainlit's Stop notice** (`STOP_NOTICE`): the message its Stop handler posts, which the app replaces by
   ending the reply in "*Stopped.*" (ui/reply.py).
 
@@ -132,6 +138,23 @@ def bound_settings_changes() -> None:
 
     _websocket_handler.engineio_handler = original
     AsyncSocket._websocket_handler = _websocket_handler
+
+
+def open_threads_at_first_words() -> None:
+    """Chainlit's `init_thread` given no words (a chip's own message) leaves the chat unopened, to be opened by the
+    next message with words; a `-w` reload wraps Chainlit's own method again, never the previous wrapper."""
+    from chainlit.emitter import ChainlitEmitter
+
+    original = getattr(ChainlitEmitter.init_thread, "chainlit_method", ChainlitEmitter.init_thread)
+
+    async def init_thread(self, interaction: str):
+        if isinstance(interaction, str) and not interaction.strip():
+            self.session.has_first_interaction = False  # Chainlit set it before calling: the next words open it
+            return
+        return await original(self, interaction)
+
+    init_thread.chainlit_method = original
+    ChainlitEmitter.init_thread = init_thread
 
 
 STOP_NOTICE = "Task manually stopped."  # chainlit.socket's stop handler posts it

@@ -19,6 +19,7 @@ from web.listen import chosen_port, exit_if_port_taken, is_loopback
 def patch_chainlit() -> None:
     chainlit_patches.pin_engine_modules()
     chainlit_patches.drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
+    chainlit_patches.open_threads_at_first_words()  # a chat begun with a chip gets its address, name and Stop
     chainlit_patches.tolerate_quiet_servers()  # a busy server must not cost a chat its reply
     reconnect.resend_replies_on_reconnect()  # nor a dropped connection that comes back
     sessions.continue_threads_after_restarts()  # nor a restart of the server under an open tab

@@ -209,3 +209,31 @@ async def test_chainlit_refuses_to_keep_an_empty_upload_and_the_patch_keeps_it_a
     assert session.files[kept["id"]]["size"] == 0 and session.files[kept["id"]]["path"].read_bytes() == b""
     other = await session.persist_file(name="y.txt", mime="text/plain", content=b"text")
     assert session.files[other["id"]]["path"].read_bytes() == b"text", "other files are kept as Chainlit keeps them"
+
+
+async def test_chainlit_opens_a_thread_on_a_message_without_words_and_the_patch_waits_for_words(monkeypatch):
+    import types
+
+    from chainlit.emitter import ChainlitEmitter
+
+    monkeypatch.setattr(ChainlitEmitter, "init_thread", ChainlitEmitter.init_thread)
+    original = getattr(ChainlitEmitter.init_thread, "chainlit_method", ChainlitEmitter.init_thread)
+    emitter = ChainlitEmitter.__new__(ChainlitEmitter)
+    told = []
+
+    async def emit(event, data):  # Chainlit's emitter sends through its session's `emit`
+        told.append((event, data))
+
+    emitter.session = types.SimpleNamespace(has_first_interaction=True, thread_id="t1", user=None, emit=emit)
+    await original(emitter, "")  # a chip's own message: Chainlit names the thread "" and tells the page so
+    assert told == [("first_interaction", {"interaction": "", "thread_id": "t1"})], \
+        "Chainlit no longer tells the page an empty first interaction: open_threads_at_first_words may go"
+    told.clear()
+    chainlit_patches.open_threads_at_first_words()
+    chainlit_patches.open_threads_at_first_words()  # a `-w` reload
+    assert ChainlitEmitter.init_thread.chainlit_method is original, "wrapped once"
+    await emitter.init_thread("  ")
+    assert told == [] and emitter.session.has_first_interaction is False, "no words: the chat stays unopened"
+    emitter.session.has_first_interaction = True  # as Chainlit sets it before opening the thread
+    await emitter.init_thread("How hot is the kettle?")
+    assert told == [("first_interaction", {"interaction": "How hot is the kettle?", "thread_id": "t1"})]

@@ -1,0 +1,123 @@
+"""What a newcomer does on the first day, in a real browser against a real server: begin a chat with a chip, open
+the first page while the engine starts, import a chat, regenerate an answer from the library.
+
+Each test saves what the page showed (`CHAT_NEWCOMER_SHOTS`: a folder to keep the pictures in, as docs/newcomer/
+does; a temporary folder otherwise).
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_browser import page_state
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER) and not os.environ.get("CI"),
+    reason="needs Debian's chromium and chromium-driver (scripts/setup.sh --dev installs them)")
+
+# Records whether the page ever drew its Stop button (Chainlit's sign that the chat's task runs), however briefly
+WATCH_STOP = """
+window.stopSeen = false;
+new MutationObserver(records => { for (const r of records) for (const n of r.addedNodes)
+  if (n.nodeType === 1 && (n.id === 'stop-button' || n.querySelector('#stop-button'))) window.stopSeen = true; })
+  .observe(document.body, {childList: true, subtree: true});
+"""
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1200,800"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def shot(browser, tmp_path, name: str) -> Path:
+    folder = Path(os.environ.get("CHAT_NEWCOMER_SHOTS") or tmp_path)
+    picture = folder / name
+    assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 5_000
+    return picture
+
+
+def waiter(browser, seconds: float = 240):
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, seconds, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+
+
+def body(driver) -> str:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.TAG_NAME, "body").text
+
+
+def click(element_id: str):
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    def clicking(driver) -> bool:
+        try:
+            driver.find_element(By.ID, element_id).click()
+            return True
+        except WebDriverException:
+            return False
+    return clicking
+
+
+def typed(text: str):
+    """Type `text` and press Enter, again while the page keeps it in the box (a task of the chat still runs)."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    def sending(driver) -> bool:
+        try:
+            box = driver.find_element(By.ID, "chat-input")
+            if text not in (box.get_attribute("value") or box.text or ""):
+                box.send_keys(Keys.CONTROL, "a", Keys.DELETE)
+                box.send_keys(text)
+            box.send_keys(Keys.ENTER)
+            return text not in (driver.find_element(By.ID, "chat-input").text or "")
+        except WebDriverException:
+            return False
+    return sending
+
+
+def test_a_chat_begun_with_the_status_chip_gets_its_address_its_name_and_stop(app_server, browser, tmp_path):
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    wait.until(click("command-Status"), "no Status chip to click")
+    wait.until(lambda d: "Requests running / queued" in body(d), "the Status chip did not answer")
+    browser.execute_script(WATCH_STOP)
+    question = "Tell a long story about a kettle."
+    wait.until(typed(question))
+    wait.until(lambda d: "reply tokens" in body(d), "the question was not answered")
+    try:
+        waiter(browser, 30).until(lambda d: "/thread/" in d.current_url)
+    except TimeoutException:
+        raise AssertionError(f"the chat begun with a chip did not move to its own address ({browser.current_url}); "
+                             f"{page_state(browser)}") from None
+    finally:
+        shot(browser, tmp_path, "chip-chat.png")
+    assert browser.execute_script("return window.stopSeen"), "the reply never showed a Stop button"
+    entry = (By.XPATH, f"//*[@id='thread-history']//a[contains(., '{question[:20]}')]")
+    wait.until(lambda d: d.find_elements(*entry), "the history does not list the chat by its question")
+    assert "Untitled Conversation" not in browser.find_element(By.ID, "thread-history").text
