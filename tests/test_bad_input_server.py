@@ -83,15 +83,14 @@ async def test_a_message_carrying_another_users_message_id_is_refused_and_hers_s
     uploaded = await bob.upload("notes.txt", b"bob's notes", "text/plain")
     await bob.send("Bob's words", files=[uploaded.json()["id"]], message_id=her_id)
     await bob.wait_idle()
-    await _until(lambda: "carries the id of a message in another chat" in bob.all_text(), "bob told")
     await _until(lambda: bob.thread_id and _query(server, 'SELECT 1 FROM steps WHERE "threadId" = ? AND type = ?',
                                                   bob.thread_id, "assistant_message"), "bob's reply stored")
-    await bob.close()
-
     assert _query(server, 'SELECT "threadId", output FROM steps WHERE id = ?', her_id) == [
         (alice.thread_id, "Alice's question")], "her message stays in her chat with her words"
     assert _query(server, "SELECT thread_id, text FROM chat_attachments WHERE for_id = ?", her_id) == [
         (alice.thread_id, "alice's notes")], "her attachment keeps her text"
+    assert "carries the id of a message in another chat" in bob.all_text(), "bob is told his message was not saved"
+    await bob.close()
     again = await ChatClient(server.url, "alice", "alice-password", thread_id=alice.thread_id).connect()
     assert step_texts(again.resumed)[0] == ("user_message", "Alice's question")
     await again.close()
