@@ -20,13 +20,14 @@ from ui import (attachments, chat_files, chat_state, chat_tools, library, sessio
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
+from ui.words import command, say  # noqa: E402
 
 engine, chat_history = wiring.install()
 
 
 @cl.set_starters
 async def starters(user=None, language=None):
-    return text.STARTERS
+    return text.starters(language)
 
 
 @cl.on_chat_start
@@ -45,6 +46,7 @@ async def resume_chat(thread: dict):
 @cl.on_message
 @reported("answering your message")
 async def on_message(message: cl.Message):
+    message.command = command(message.command)  # a chip is named in the chat's language
     if message.command == "Status" or message.content.strip() == "/status":
         await cl.Message(content=text.status_text(engine.status()), author="system").send()
         if message.command != "Status" or message.content.strip() in ("", "/status"):
@@ -56,7 +58,7 @@ async def on_message(message: cl.Message):
         await library.on_command(chat_history, message)
         return
     if not message.content.strip() and not message.elements:
-        await cl.Message(content="Your message is empty: type something to ask.", author="system").send()
+        await cl.Message(content=say("message.empty"), author="system").send()
         return
     asked = await attachments.question(message)  # None: a file was refused, and the chat told why
     if asked is None:
@@ -105,7 +107,7 @@ async def on_settings(values: dict):
         new = sidebar.parse(values, prefs, engine.settings)
     except ValueError as error:  # Chainlit has put the refused values in the session: the ones in use go back
         await chat_state.send_sidebar(engine, prefs)
-        await cl.ErrorMessage(content=f"Settings not applied: {error} The sidebar shows the settings in use again.",
+        await cl.ErrorMessage(content=say("settings.not_applied", why=error),
                               author="system").send()
         return
     chat.prefs = new

@@ -1,7 +1,9 @@
 """The errors a user can meet, each with what happened and what to do about it.
 
 Everything the engine layer raises on purpose is a `ChatError`; the UI shows
-`str(error)` as is, so each message names the cause, the value and the fix.
+`str(error)`, so each message names the cause, the value and the fix. Those a chat
+meets while chatting keep their values, so the UI can say them in the chat's
+language (ui/words/errors.py).
 """
 
 
@@ -38,6 +40,7 @@ class NoGpuError(ChatError):
             f"The '{preset}' preset needs an NVIDIA GPU, but none is visible (NVML found no device).",
             "Install the NVIDIA driver, or choose the 'cpu' preset (CHAT_PRESET=cpu) to run on the processor.",
         )
+        self.preset = preset
 
 
 class OutOfMemoryError(ChatError):
@@ -100,8 +103,8 @@ class ContextTooLongError(ChatError):
             f"(context {max_model_len} minus {max_tokens} for the reply).",
             "Shorten the message, lower 'max new tokens', or pick a preset with a longer context.",
         )
-        self.prompt_tokens = prompt_tokens
-        self.budget = budget
+        self.prompt_tokens, self.budget, self.max_model_len, self.max_tokens = (prompt_tokens, budget, max_model_len,
+                                                                                max_tokens)
 
 
 class ReplyFillsContextError(ChatError):
@@ -114,7 +117,7 @@ class ReplyFillsContextError(ChatError):
             "Ask for the rest in a new message (the oldest turns then make room), or pick a preset with a longer "
             "context.",
         )
-        self.tokens = tokens
+        self.tokens, self.max_model_len = tokens, max_model_len
 
 
 class EngineStartError(ChatError):
@@ -127,6 +130,7 @@ class EngineDiedError(ChatError):
             f"The model engine stopped unexpectedly ({detail}).",
             "It restarts by itself: send your message again.",
         )
+        self.detail = detail
 
 
 class PresetSwitchError(ChatError):

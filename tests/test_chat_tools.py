@@ -17,6 +17,7 @@ from harness.replies import stats_of, stop_a_long_reply
 from harness.stored import step_texts
 from history import exchange
 from ui.reply import joined
+from ui.words import say
 
 CONTINUE, REGENERATE = "continue_reply", "regenerate_reply"
 
@@ -258,7 +259,7 @@ def test_regenerate_and_continue_are_refused_with_a_reason_while_they_cannot_run
     assert chat_tools._refusal(engine, SimpleNamespace(**{**vars(chat), "replying": True}), action) == chat_tools.BUSY
     for changing in ("starting", "switching", "waking"):
         assert chat_tools._refusal(SimpleNamespace(state=changing), chat, action) == chat_tools.SWITCHING
-    assert "switching its memory preset" in chat_tools.SWITCHING and "Stop" in chat_tools.BUSY
+    assert "switching its memory preset" in say(chat_tools.SWITCHING) and "Stop" in say(chat_tools.BUSY)
 
 
 async def test_a_refused_regenerate_leaves_the_reply_its_turn_buttons_and_history_as_they_were(client, app_server,

@@ -63,7 +63,7 @@ async def chat(monkeypatch):
     fresh_session()
     fake = FakeEngine()
     monkeypatch.setattr(app, "engine", fake)
-    monkeypatch.setattr(broadcast, "broadcast", lambda content: asyncio.sleep(0))
+    monkeypatch.setattr(broadcast, "broadcast", lambda key, **values: asyncio.sleep(0))
     await app.start_chat()
     return app.cl.context.emitter, fake
 

@@ -4,16 +4,18 @@ import chainlit as cl
 
 from chainlit_patches import enter, live_sessions
 from tasks import spawn
+from ui.words import say
 
 
-async def broadcast(content: str) -> None:
-    """Post `content` in every chat but this one, without waiting for them."""
+async def broadcast(key: str, **values) -> None:
+    """Post the text under `key` (ui/words/) in every chat but this one, each in its own language, without waiting
+    for them."""
     me = cl.context.session.id
     for session in live_sessions():
         if session.id != me:
-            spawn(_send_to(session, content))
+            spawn(_send_to(session, key, values))
 
 
-async def _send_to(session, content: str) -> None:
-    enter(session)  # this task's context now points at the other chat
-    await cl.Message(content=content, author="system").send()
+async def _send_to(session, key: str, values: dict) -> None:
+    enter(session)  # this task's context now points at the other chat, and its language
+    await cl.Message(content=say(key, **values), author="system").send()

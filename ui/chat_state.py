@@ -16,10 +16,11 @@ import chainlit as cl
 from chainlit_patches import resume
 from history.turns import turns_from
 from tasks import spawn
-from ui import attachments, reply, sessions, sidebar, start_note, text
+from ui import attachments, reply, sessions, sidebar, start_note
+from ui.words import say
 
 STATE_ATTR = "ernie_chat_state"
-STATUS_COMMAND = {"id": "Status", "icon": "gauge", "description": "Show the engine status", "button": True}
+STATUS_COMMAND = "Status"
 EXPORT_COMMAND, IMPORT_COMMAND = "Export", "Import"  # ui/chat_files.py
 LIBRARY_COMMAND = "Library"  # ui/library.py
 
@@ -102,11 +103,11 @@ async def _make(engine, thread: dict | None) -> ChatState:
 
 
 def commands() -> list[dict]:
-    """The chips beside the message box: the status, a chat's export and import, and the user's library."""
-    return [STATUS_COMMAND,
-            {"id": EXPORT_COMMAND, "icon": "download", "description": text.label(EXPORT_COMMAND), "button": True},
-            {"id": IMPORT_COMMAND, "icon": "upload", "description": text.label(IMPORT_COMMAND), "button": True},
-            {"id": LIBRARY_COMMAND, "icon": "library", "description": text.label(LIBRARY_COMMAND), "button": True}]
+    """The chips beside the message box: the status, a chat's export and import, and the user's library, named in
+    the chat's language (Chainlit shows a command's id on its chip; app.py knows them by their English names)."""
+    icons = {STATUS_COMMAND: "gauge", EXPORT_COMMAND: "download", IMPORT_COMMAND: "upload", LIBRARY_COMMAND: "library"}
+    return [{"id": say(f"command.{name}"), "icon": icon, "description": say(f"command.{name}.tip"), "button": True}
+            for name, icon in icons.items()]
 
 
 async def _start_engine(engine, state: ChatState) -> None:

@@ -16,16 +16,13 @@ import chainlit as cl
 from engine.backend import CHANGING
 from ui import chat_state, start_note
 from ui.reply import reply_to
+from ui.words import say
 
-BUSY = "A reply is still being written: wait for it to end, or press Stop, then try again."
-SWITCHING = ("The engine is starting or switching its memory preset: try again once the note above says it is "
-             "ready.")
-NOT_LATEST = ("Only the chat's latest reply can be regenerated or continued: use the buttons under the latest "
-              "reply, or send a new message.")
+BUSY, SWITCHING, NOT_LATEST = "tools.busy", "tools.switching", "tools.not_latest"  # why not, as ui/words/ says it
 
 
 def _refusal(engine, chat, action: cl.Action) -> str | None:
-    """Why this action cannot run now, or None."""
+    """Why this action cannot run now (the key of its words), or None."""
     if chat.replying:
         return BUSY
     if engine.state in CHANGING:
@@ -42,7 +39,7 @@ async def _ready(engine, chat, action: cl.Action) -> bool:
     if why is None and not await start_note.ensure_engine(engine, chat):  # asleep or failed: the start's note says
         return False
     if why is not None:
-        await cl.ErrorMessage(content=why, author="system").send()
+        await cl.ErrorMessage(content=say(why), author="system").send()
     return why is None
 
 

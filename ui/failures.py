@@ -11,6 +11,8 @@ import logging
 
 import chainlit as cl
 
+from ui.words import say, say_known
+
 log = logging.getLogger("chainlit")
 
 
@@ -32,8 +34,8 @@ def reported(what: str):
 
 async def _tell(what: str, error: Exception) -> None:
     try:
-        await cl.ErrorMessage(content=f"Something went wrong: {what} failed ({type(error).__name__}: {error}), so "
-                                      "it was not done. Send it again; if this repeats, the server's log has the "
-                                      "details.", author="system").send()
+        doing = say_known(f"doing.{what}", what)
+        await cl.ErrorMessage(content=say("failed", what=doing, error=f"{type(error).__name__}: {error}"),
+                              author="system").send()
     except Exception:  # the chat itself is gone: the log has it
         log.exception("could not tell the chat that %s failed", what)

@@ -10,30 +10,30 @@ import chainlit as cl
 
 from engine.errors import ChatError
 from ui import broadcast, chat_state, text
+from ui.words import error_text, say
 
 def _reporter(note: cl.Message, name: str):
     async def report(progress):
-        note.content = text.progress_line(f"Switching to '{name}'", progress)
+        note.content = text.progress_line(say("switch.title", name=name), progress)
         await note.update()
 
     return report
 
 
 async def switch_preset(engine, chat, name: str) -> None:
-    note = cl.Message(content=f"⏳ Switching the memory preset to '{name}'…", author="system")
+    note = cl.Message(content=say("switch.note", name=name), author="system")
     await note.send()
 
     async def tell_others():
-        await broadcast.broadcast(f"🔁 Another chat is switching the memory preset to '{name}'; replies pause until "
-                                  "it is ready.")
+        await broadcast.broadcast("switch.others", name=name)
 
     try:
         if await engine.switch_preset(name, _reporter(note, name), before_stop=tell_others):
-            await broadcast.broadcast(f"✅ The memory preset is now '{name}'.")
+            await broadcast.broadcast("switch.done", name=name)
     except ChatError as error:
-        note.content = f"❌ {error}"
+        note.content = f"❌ {error_text(error)}"
         await note.update()
-        await broadcast.broadcast(f"The preset switch failed; '{engine.preset_name}' is running.")
+        await broadcast.broadcast("switch.failed", name=engine.preset_name)
     finally:  # the sidebar and this chat's preference show what runs, also after a failure
         chat.prefs = replace(chat.prefs, preset=engine.preset_name)
         await chat_state.send_sidebar(engine, chat.prefs)

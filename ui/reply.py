@@ -22,10 +22,10 @@ from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, transient
 from ui import attachments, library, sessions, text
+from ui.words import error_text, say
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
 PROMPT_KEYS = ("role", "content", "attachments")  # what of a turn the engine is given (not its message id)
-BUSY_NOTICE = "⏳ Every slot of the engine is busy; your reply starts as soon as one frees up."
 CONTINUE_ACTION, REGENERATE_ACTION = "continue_reply", "regenerate_reply"
 CONTINUABLE = ("abort", "length")  # a reply that ended so can go on (a failure midway is "abort" too)
 
@@ -83,7 +83,7 @@ class Reply:
                                  "stats": None if stats is None else {**asdict(stats), "cut": []}}
         await self.saver.settle()  # a write of the streaming reply must not land over the finished one
         stopped = finish == "abort"
-        extra = ["*Stopped.*"] if stats is None else text.notes(stats, stopped)
+        extra = [say("reply.stopped")] if stats is None else text.notes(stats, stopped)
         if self.found is not None:
             extra.append(self.found.sources_line())
             self.message.elements = library.source_elements(self.found)
@@ -165,7 +165,7 @@ async def _busy_notice(engine, layer) -> cl.Message | None:
     """Shown (never stored) while every slot of the engine is taken; removed once the reply starts."""
     if not engine.saturated():
         return None
-    notice = cl.Message(content=BUSY_NOTICE, author="system")
+    notice = cl.Message(content=say("reply.busy"), author="system")
     transient(notice, layer)
     await notice.send()
     return notice
@@ -202,12 +202,11 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
         await reply.finish(None)
         raise
     except ChatError as error:
-        said = str(error)
+        said = error_text(error)
         if reply.earlier is not None and not reply.started:
             chat.reply = await reply.put_back()
             if replaces is not None:  # the engine's words are about a new message: say what was (not) done
-                said = (f"Not regenerated: {error.problem[:1].lower()}{error.problem[1:]} {error.fix} The reply "
-                        "above is kept as it was.")
+                said = say("tools.not_regenerated", why=said[:1].lower() + said[1:])
         elif reply.written:  # the engine failed mid-reply: keep what was written
             await reply.finish(None)
         await cl.ErrorMessage(content=said, author="system").send()

@@ -16,12 +16,21 @@ from pydantic import ValidationError
 from engine import presets
 from engine.presets import BUILT_IN
 from engine.settings import CHAT_SAMPLING, MAX_REPLY_TOKENS, Sampling, Settings, describe
+from ui.words import say, say_known
 
 MAX_SYSTEM_PROMPT = 8000  # characters
 SIDEBAR_KEYS = (*CHAT_SAMPLING, "system_prompt", "show_stats", "library")  # what a stored sidebar brings back
 
-PRESET_LABELS = {"auto": "auto: the largest that fits this device"} | {
-    name: f"{name}: {preset.purpose}" for name, preset in BUILT_IN.items()}
+
+
+def preset_labels(settings: Settings) -> dict[str, str]:
+    """Each preset the sidebar offers, by name, as "name: what it is for" in the chat's language (a custom
+    preset's purpose is the user's own words)."""
+    purposes = {"auto": say("preset.auto")} | {name: say_known(f"preset.{name}", preset.purpose)
+                                               for name, preset in BUILT_IN.items()}
+    if settings.custom_preset is not None:
+        purposes["custom"] = settings.custom_preset.purpose
+    return {name: say("preset_label", name=name, purpose=purpose) for name, purpose in purposes.items()}
 
 
 @dataclass(frozen=True)
@@ -44,30 +53,27 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
     longest = context or (MAX_REPLY_TOKENS if locked else context_of(settings, prefs.preset, running))
     return [
         _preset_select(settings, prefs, locked),
-        Slider(id="temperature", label="Temperature", initial=sampling.temperature, min=0, max=2, step=0.05,
-               description="0 always picks the likeliest word; higher is more varied."),
-        Slider(id="top_p", label="Top p", initial=sampling.top_p, min=0.05, max=1, step=0.05),
-        Slider(id="max_tokens", label="Max new tokens", initial=min(sampling.max_tokens, longest), min=16,
-               max=longest, step=16, description="At most the context of the running preset."),
-        TextInput(id="system_prompt", label="System prompt", initial=prefs.system_prompt, multiline=True),
-        Switch(id="show_stats", label="Show what each reply cost", initial=prefs.show_stats),
-        Switch(id="library", label="Answer from my library", initial=prefs.library,
-               description="Each question is answered from the best passages of your documents (the Library "
-                           "command adds them), with their sources. @name in a message picks documents for it."),
+        Slider(id="temperature", label=say("setting.temperature"), initial=sampling.temperature, min=0, max=2,
+               step=0.05, description=say("setting.temperature.tip")),
+        Slider(id="top_p", label=say("setting.top_p"), initial=sampling.top_p, min=0.05, max=1, step=0.05),
+        Slider(id="max_tokens", label=say("setting.max_tokens"), initial=min(sampling.max_tokens, longest), min=16,
+               max=longest, step=16, description=say("setting.max_tokens.tip")),
+        TextInput(id="system_prompt", label=say("setting.system_prompt"), initial=prefs.system_prompt,
+                  multiline=True),
+        Switch(id="show_stats", label=say("setting.show_stats"), initial=prefs.show_stats),
+        Switch(id="library", label=say("setting.library"), initial=prefs.library,
+               description=say("setting.library.tip")),
     ]
 
 
 def _preset_select(settings: Settings, prefs: ChatPreferences, locked: str | None) -> Select:
     if locked is not None:
-        return Select(id="preset", label="Memory preset", items={prefs.preset: prefs.preset},
+        return Select(id="preset", label=say("setting.preset"), items={prefs.preset: prefs.preset},
                       initial_value=prefs.preset, disabled=True, description=locked)
-    labels = dict(PRESET_LABELS)
-    if settings.custom_preset is not None:
-        labels["custom"] = f"custom: {settings.custom_preset.purpose}"
-    return Select(id="preset", label="Memory preset", items={v: k for k, v in labels.items()},
+    labels = preset_labels(settings)
+    return Select(id="preset", label=say("setting.preset"), items={v: k for k, v in labels.items()},
                   initial_value=prefs.preset if prefs.preset in labels else "auto",
-                  description="Restarts the engine that every chat shares: replies pause for about 10 s on a GPU "
-                              "and 30-60 s on the processor. A preset that cannot run here is refused first.")
+                  description=say("setting.preset.tip"))
 
 
 def context_of(settings: Settings, preset_name: str, running: presets.Preset | None = None) -> int:
@@ -103,8 +109,7 @@ def each_valid(values: dict, base: ChatPreferences, settings: Settings) -> tuple
 def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPreferences:
     """New preferences from the sidebar's values; raises ValueError with a readable message."""
     if OVERSIZED in values:  # the change was too large for the socket: only its size came
-        raise ValueError(f"the change was {values[OVERSIZED] / 1e6:.1f} MB, more than the 1 MB one change can "
-                         f"carry; the system prompt takes at most {MAX_SYSTEM_PROMPT:,} characters.")
+        raise ValueError(say("settings.oversized", mb=values[OVERSIZED] / 1e6, most=MAX_SYSTEM_PROMPT))
     try:
         sampling = Sampling(**{key: values[key] for key in CHAT_SAMPLING if key in values}
                             | _kept(previous.sampling, values))
@@ -115,12 +120,12 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
     library = values.get("library", previous.library)
     preset = values.get("preset", previous.preset)
     if not isinstance(system_prompt, str) or len(system_prompt) > MAX_SYSTEM_PROMPT:
-        size = f" (it has {len(system_prompt):,})" if isinstance(system_prompt, str) else ""
-        raise ValueError(f"The system prompt must be text of at most {MAX_SYSTEM_PROMPT:,} characters{size}.")
+        size = say("settings.system_prompt.size", size=len(system_prompt)) if isinstance(system_prompt, str) else ""
+        raise ValueError(say("settings.system_prompt", most=MAX_SYSTEM_PROMPT, size=size))
     valid = presets.names(settings.custom_preset)
     if not isinstance(show_stats, bool) or not isinstance(library, bool) or (preset != previous.preset
                                                                             and preset not in valid):
-        raise ValueError(f"'show stats' and 'library' must be on or off, and the preset one of: {', '.join(valid)}.")
+        raise ValueError(say("settings.switches", valid=", ".join(valid)))
     return ChatPreferences(sampling, system_prompt, show_stats, preset, library)
 
 

@@ -12,6 +12,7 @@ import chainlit as cl
 from engine.errors import ChatError
 from tasks import spawn
 from ui import text
+from ui.words import error_text, say
 
 RETRY_ACTION = "retry_start"
 
@@ -28,7 +29,7 @@ async def ensure_engine(engine, chat, keep_note: bool = False, retry: bool = Fal
 
 async def _show_start(engine, keep_note: bool, retry: bool) -> bool:
     waking = engine.state in ("falling asleep", "asleep", "waking")
-    what = "Waking the model engine" if waking else "Starting the model engine"
+    what = say("start.waking" if waking else "start.starting")
     note = cl.Message(content=f"⏳ {what}…", author="system")
     await note.send()
     notice = ""
@@ -42,9 +43,9 @@ async def _show_start(engine, keep_note: bool, retry: bool) -> bool:
     try:
         await engine.ensure_started(report, retry=retry)
     except ChatError as error:
-        note.content = f"❌ {error}"
+        note.content = f"❌ {error_text(error)}"
         await note.update()
-        await cl.Action(name=RETRY_ACTION, payload={}, label="Try again", icon="refresh-cw").send(for_id=note.id)
+        await cl.Action(name=RETRY_ACTION, payload={}, label=say("start.retry"), icon="refresh-cw").send(for_id=note.id)
         return False
     if not keep_note and not notice:  # a note that tells something (e.g. which preset auto chose) stays
         await note.remove()

@@ -1,4 +1,5 @@
-"""The texts the chat shows: starter prompts, start-up progress, the cost of a reply, the engine status."""
+"""The texts the chat shows: starter prompts, start-up progress, the cost of a reply, the engine status (their words
+in the chat's language are ui/words/'s)."""
 
 import re
 import time
@@ -6,57 +7,38 @@ import time
 import chainlit as cl
 
 from engine.reports import Progress, Stats, Status
+from ui.words import say, say_known
 
-STARTERS = [
-    cl.Starter(label="Explain KV caching", message="Explain in three sentences what a KV cache is."),
-    cl.Starter(label="Write Python", message="Write a Python function that checks if a word is a palindrome."),
-    cl.Starter(label="你好", message="用一句话介绍你自己。"),
-    cl.Starter(label="Plan a day", message="Plan a relaxed Saturday in Beijing, in a short list."),
-]
+STARTER_KEYS = ("kv", "python", "hello", "day")
 
 
-# The chat's tools, by the language the browser asks for (Chainlit's own texts come from .chainlit/translations)
-WORDS = {
-    "continue_reply": ("Continue", "继续"),
-    "continue_reply.tip": ("Go on writing this reply from where it stopped", "从中断的地方接着写这条回复"),
-    "regenerate_reply": ("Regenerate", "重新生成"),
-    "regenerate_reply.tip": ("Another answer to the same question, in place of this one",
-                             "对同一个问题重新回答，替换这条回复"),
-    "Export": ("Download this chat as Markdown and JSON", "把这个对话下载为 Markdown 和 JSON"),
-    "Import": ("Attach a chat's JSON file to make it a new chat", "附上对话的 JSON 文件，导入为新对话"),
-    "Library": ("Your documents: attach files to add them, or see and remove them",
-                "你的文档库：附上文件即可加入，也可查看或删除"),
-}
+def starters(language: str | None = None) -> list[cl.Starter]:
+    """The starters of an empty chat, in `language` (Chainlit asks for them over HTTP, outside any chat)."""
+    return [cl.Starter(label=say(f"starter.{key}", language), message=say(f"starter.{key}.ask", language))
+            for key in STARTER_KEYS]
+
+
 ACTION_ICONS = {"continue_reply": "play", "regenerate_reply": "refresh-cw"}
 
 
-def chinese() -> bool:
-    """Whether this chat's browser asks for Chinese (Chainlit reads its Accept-Language)."""
-    try:
-        return (cl.context.session.language or "").lower().startswith("zh")
-    except Exception:  # outside a chat
-        return False
-
-
 def label(name: str, tooltip: bool = False) -> str:
-    english, chinese_words = WORDS[f"{name}.tip" if tooltip else name]
-    return chinese_words if chinese() else english
+    return say(f"{name}.tip" if tooltip else name)
 
 
 def progress_line(title: str, progress: Progress) -> str:
-    mark = "✅" if progress.done else "⏳"
-    line = f"{mark} {title}: {progress.stage} ({progress.elapsed_s:.0f} s)"
+    stage = say_known(f"stage.{progress.stage}", progress.stage)
+    line = say("progress", mark="✅" if progress.done else "⏳", title=title, stage=stage, seconds=progress.elapsed_s)
     return f"{line}. {progress.notice}." if progress.notice else line
 
 
 def stats_line(stats: Stats) -> str:
     parts = []
     if stats.ttft_s is not None:
-        parts.append(f"first token {stats.ttft_s * 1000:.0f} ms")
+        parts.append(say("cost.first_token", ms=stats.ttft_s * 1000))
     if stats.decode_tokens_per_s:
-        parts.append(f"{stats.decode_tokens_per_s:.0f} tok/s")
-    parts.append(f"{stats.prompt_tokens} prompt + {stats.generated_tokens} reply tokens")
-    parts.append(f"{stats.cached_tokens} cached")
+        parts.append(say("cost.rate", rate=stats.decode_tokens_per_s))
+    parts.append(say("cost.tokens", prompt=stats.prompt_tokens, reply=stats.generated_tokens))
+    parts.append(say("cost.cached", cached=stats.cached_tokens))
     return "*`" + " · ".join(parts) + "`*"  # public/style.css makes this shape small and quiet
 
 
@@ -86,17 +68,16 @@ def notes(stats: Stats, stopped: bool) -> list[str]:
     """What the user should know about a reply beyond its text."""
     lines = []
     if stopped:
-        lines.append("*Stopped.*")
+        lines.append(say("reply.stopped"))
     elif stats.finish_reason == "length" and stats.context_full:
-        lines.append(f"*The reply filled the context ({stats.max_model_len} tokens with the chat so far): start a "
-                     "new chat, or pick a preset with a longer context.*")
+        lines.append(say("reply.context_full", context=stats.max_model_len))
     elif stats.finish_reason == "length":
-        lines.append(f"*The reply hit the 'max new tokens' limit ({stats.max_tokens}).*")
+        lines.append(say("reply.max_tokens", max_tokens=stats.max_tokens))
     if stats.dropped_messages:
-        lines.append(f"*The {stats.dropped_messages} oldest messages no longer fit the context and were left out.*")
+        lines.append(say("reply.dropped", count=stats.dropped_messages))
     for cut in stats.cut:
-        lines.append(f"*{cut.name}: {cut.left_out_tokens:,} of {cut.total_tokens:,} tokens were left out: the context "
-                     f"holds {stats.max_model_len:,} tokens with the reply.*")
+        lines.append(say("reply.cut", name=cut.name, left_out=cut.left_out_tokens, total=cut.total_tokens,
+                         context=stats.max_model_len))
     return lines
 
 
@@ -105,7 +86,7 @@ def asleep_text(since: float | None, now: float | None = None) -> str:
     if since is None:
         return ""
     minutes = max(0, round(((now or time.time()) - since) / 60))
-    return f" since {time.strftime('%H:%M', time.localtime(since))} ({minutes} min ago); the next message wakes it"
+    return say("status.asleep", clock=time.strftime('%H:%M', time.localtime(since)), minutes=minutes)
 
 
 def status_text(status: Status) -> str:
@@ -113,15 +94,13 @@ def status_text(status: Status) -> str:
         return "–" if value is None else f"{value:.2f} GiB"
 
     kv = "–" if status.kv_cache_usage is None else f"{status.kv_cache_usage:.1%}"
-    return "\n".join([
-        "**Engine status**", "",
-        "| Engine | Now |", "|---|---|",
-        f"| State | {status.state}{asleep_text(status.asleep_since)} |",
-        f"| Device | {status.device} |",
-        f"| Preset | {status.preset} — {status.purpose} |",
-        f"| Context | {status.max_model_len or '–'} tokens |",
-        f"| Memory used / the preset's size | {gib(status.memory_used_gib)} / {gib(status.needs_gib)} |",
-        f"| KV cache in use | {kv} |",
-        f"| Requests running / queued | {status.requests_running} / {status.requests_waiting} |",
-        f"| Sequences from chats / the API | {status.chat_requests} / {status.api_sequences} |",
-    ])
+    state = say_known(f"state.{status.state}", status.state)
+    purpose = say_known(f"preset.{status.preset}", status.purpose)
+    context = say("status.context_value", tokens=status.max_model_len or "–")
+    rows = [("state", f"{state}{asleep_text(status.asleep_since)}"), ("device", status.device),
+            ("preset", f"{status.preset} — {purpose}"), ("context", context),
+            ("memory", f"{gib(status.memory_used_gib)} / {gib(status.needs_gib)}"), ("kv", kv),
+            ("requests", f"{status.requests_running} / {status.requests_waiting}"),
+            ("sequences", f"{status.chat_requests} / {status.api_sequences}")]
+    return "\n".join([say("status.title"), "", say("status.head"), "|---|---|",
+                      *(f"| {say('status.' + key)} | {value} |" for key, value in rows)])

@@ -1,0 +1,125 @@
+"""The page in the browser's language: Debian's Chromium asking for Chinese (zh-CN) and for English finds the app's
+chips, starters, a reply's cost line, the status table and the settings in that language (ui/words/), beside
+Chainlit's own texts (.chainlit/translations).
+
+`CHAT_NEWCOMER_SHOTS` names a folder to keep the page's picture in (docs/newcomer/ does); a temporary folder
+otherwise.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from test_browser import page_state
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER) and not os.environ.get("CI"),
+    reason="needs Debian's chromium and chromium-driver (scripts/setup.sh --dev installs them)")
+
+# What a reader sees in each language, written out here (not read from the app) so that the test says what a
+# person would find on the page
+PAGES = {
+    "zh-CN": {
+        "chips": ("状态", "导出", "导入", "文档库"),
+        "starters": ("讲讲 KV 缓存", "写段 Python", "安排一天"),
+        "status": ("**引擎状态**", "运行中 / 排队中的请求", "已用显存 / 预设所需"),
+        "cost": ("tok/s", "提示 ", "回复 ", "缓存命中 "),
+        "settings": ("显存预设", "温度", "最大新 token 数", "系统提示词", "显示每条回复的开销"),
+        "foreign": ("Requests running / queued", "reply tokens", "Memory preset", "Explain KV caching"),
+    },
+    "en-US": {
+        "chips": ("Status", "Export", "Import", "Library"),
+        "starters": ("Explain KV caching", "Write Python", "Plan a day"),
+        "status": ("Engine status", "Requests running / queued", "Memory used / the preset's size"),
+        "cost": ("tok/s", "prompt +", "reply tokens", "cached"),
+        "settings": ("Memory preset", "Temperature", "Max new tokens", "System prompt", "Show what each reply cost"),
+        "foreign": ("运行中 / 排队中的请求", "显存预设", "讲讲 KV 缓存"),
+    },
+}
+
+
+def chromium(language: str):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,900", f"--lang={language}"):
+        options.add_argument(flag)
+    # --lang sets the interface; the Accept-Language header (what the server reads) follows this preference
+    options.add_experimental_option("prefs", {"intl.accept_languages": f"{language},{language[:2]}"})
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True, "enablePage": False})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@pytest.mark.parametrize("language", ["zh-CN", "en-US"])
+def test_the_page_speaks_the_browsers_language(app_server, language, tmp_path):
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = PAGES[language]
+    browser = chromium(language)
+    try:
+        # the page re-renders while it signs in, the engine starts and the reply streams: a look that finds an
+        # element gone, or a click that a navigation aborts, is asked again
+        wait = WebDriverWait(browser, 240, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+
+        def body(driver) -> str:
+            return driver.find_element(By.TAG_NAME, "body").text
+
+        def seen(what: str, texts, driver=browser) -> None:
+            try:
+                wait.until(lambda d: all(t in body(d) for t in texts))
+            except TimeoutException:
+                missing = [t for t in texts if t not in body(driver)]
+                raise AssertionError(f"{language}: {what} lack {missing}; {page_state(driver)}") from None
+
+        browser.get(app_server.url)
+        wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open")
+        seen("the chips", page["chips"])
+
+        def ask(driver) -> bool:  # Chainlit ignores Enter while a task runs (the chat's own start): press it again
+            box = driver.find_element(By.ID, "chat-input")
+            if not (box.get_attribute("value") or box.text):
+                box.send_keys("Say hello. 你好")
+            box.send_keys(Keys.ENTER)
+            return not (box.get_attribute("value") or box.text)
+
+        wait.until(ask, "the question stayed in the input box")
+        WebDriverWait(browser, 480, ignored_exceptions=[StaleElementReferenceException, WebDriverException]).until(
+            lambda d: "tok/s" in body(d), "the reply has no cost line")  # the engine's start on a busy machine
+        seen("the reply's cost line", page["cost"])
+
+        def click_chip(driver) -> bool:
+            driver.find_element(By.ID, f"command-{page['chips'][0]}").click()
+            return True
+
+        wait.until(click_chip, "no status chip to click")
+        seen("the status table", [t.strip("*") for t in page["status"]])
+
+        browser.find_element(By.ID, "chat-settings-header-button").click()
+        wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
+        seen("the settings", page["settings"])
+        shown = body(browser)
+        folder = Path(os.environ.get("CHAT_NEWCOMER_SHOTS") or tmp_path)
+        picture = folder / f"page-in-{language}.png"
+        assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
+
+        # a new chat, the engine running: its welcome has the starters
+        browser.get(app_server.url)
+        wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the new chat did not open")
+        seen("the starters", page["starters"])
+        shown += body(browser)
+        assert not [t for t in page["foreign"] if t in shown], f"{language}: the other language's words show"
+    finally:
+        browser.quit()

@@ -1,0 +1,64 @@
+"""Every text the app writes has its English and its Chinese, with the same placeholders, and the chat's language
+picks between them (ui/words/)."""
+
+import re
+import string
+
+import pytest
+
+from engine.presets import BUILT_IN
+from ui import words
+from ui.words import chat
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# texts that read the same in both languages: a technical term, a format, a Chinese starter for English readers
+SAME = {"setting.top_p", "cost.rate", "starter.hello", "starter.hello.ask", "status.context_value"}
+
+
+def fields(text: str) -> set[tuple[str, str]]:
+    return {(name, spec) for _, name, spec, _ in string.Formatter().parse(text) if name is not None}
+
+
+def words_of(text: str) -> str:
+    """The text without its placeholders: a text of placeholders and punctuation alone has no language."""
+    return "".join(literal for literal, *_ in string.Formatter().parse(text))
+
+
+@pytest.mark.parametrize("key", sorted(words.TEXTS))
+def test_each_text_has_both_languages_with_the_same_placeholders(key):
+    english, chinese = words.TEXTS[key]
+    assert english.strip() and chinese.strip(), f"{key} lacks a language"
+    assert fields(english) == fields(chinese), f"{key}: the placeholders differ"
+    if key not in SAME and re.search("[A-Za-z]", words_of(english)):
+        assert CJK.search(chinese) and english != chinese, f"{key}: the Chinese is not Chinese"
+        assert not CJK.search(english), f"{key}: the English holds Chinese"
+
+
+def test_the_tables_of_each_area_never_share_a_key():
+    from ui.words import errors, library, settings
+
+    tables = [chat.TEXTS, settings.TEXTS, library.TEXTS, errors.TEXTS]
+    assert sum(len(t) for t in tables) == len(words.TEXTS)
+
+
+def test_every_built_in_preset_and_engine_state_has_its_words():
+    from engine.backend import STATES
+
+    assert {f"preset.{name}" for name in BUILT_IN} <= set(words.TEXTS)
+    assert {f"state.{state}" for state in STATES} <= set(words.TEXTS)
+    for name, preset in BUILT_IN.items():
+        assert words.TEXTS[f"preset.{name}"][0] == preset.purpose, f"the {name} preset's purpose changed: say it anew"
+
+
+def test_the_language_follows_the_browser_and_falls_back_to_english():
+    assert words.say("command.Status", "zh-CN") == "状态" and words.say("command.Status", "zh-TW") == "状态"
+    assert words.say("command.Status", "en-US") == "Status" and words.say("command.Status", "fr-FR") == "Status"
+    assert words.say("command.Status") == "Status"  # outside a chat
+    assert words.say("status.context_value", "zh", tokens=4096) == "4096 token"
+
+
+def test_a_chip_is_known_by_its_name_in_either_language():
+    for name in chat.COMMANDS:
+        assert words.command(words.say(f"command.{name}", "zh")) == name
+        assert words.command(name) == name
+    assert words.command(None) is None and words.command("something else") == "something else"

@@ -1,0 +1,57 @@
+"""The words the app writes, in the language the chat's browser asks for: English, or Simplified Chinese.
+
+Chainlit's own texts (its buttons, the input's placeholder, "Untitled Conversation") follow the browser through
+.chainlit/translations; these are the app's. Each text is a pair (English, Chinese) under a key, in one table per
+area of the app (the modules beside this one); `say` picks the chat's language, falling back to English for any
+other language and outside a chat (the log, the tests of the texts themselves). Placeholders are `str.format`'s
+named fields, the same in both languages (tests/test_words.py checks that).
+"""
+
+import chainlit as cl
+
+from ui.words import chat, errors, library, settings
+
+TEXTS: dict[str, tuple[str, str]] = {**chat.TEXTS, **settings.TEXTS, **library.TEXTS, **errors.TEXTS}
+ENGLISH, CHINESE = "en", "zh"
+
+
+def language(code: str | None = None) -> str:
+    """CHINESE for a browser that asks for Chinese (Chainlit reads the first language of its Accept-Language into
+    the session), else ENGLISH; `code`: a language given outright (the starters' request carries its own)."""
+    if code is None:
+        try:
+            code = cl.context.session.language
+        except Exception:  # outside a chat: no session to ask
+            code = None
+    return CHINESE if (code or "").lower().startswith("zh") else ENGLISH
+
+
+def say(key: str, lang: str | None = None, **values) -> str:
+    """The text under `key` in the chat's language (or `lang`'s), its placeholders filled from `values`."""
+    english, chinese = TEXTS[key]
+    return (chinese if language(lang) == CHINESE else english).format(**values)
+
+
+def say_known(key: str, fallback: str, **values) -> str:
+    """`say(key)` when there is such a key, else `fallback` as it is: for texts that come from elsewhere (an engine
+    stage, a custom preset's purpose) of which only the known ones are translated."""
+    return say(key, **values) if key in TEXTS else fallback
+
+
+def command(shown: str | None) -> str | None:
+    """The command a chip sent, by its English name: a chip is named in the chat's language (Chainlit shows the
+    command's id on it), so the app knows it under either name."""
+    for name in chat.COMMANDS:
+        if shown in TEXTS[f"command.{name}"]:
+            return name
+    return shown
+
+
+def error_text(error: Exception) -> str:
+    """An engine's error in the chat's language where ui/words/errors.py says it again, else as the engine wrote
+    it."""
+    key = f"error.{type(error).__name__}"
+    try:
+        return say(key, **vars(error)) if key in TEXTS else str(error)
+    except (KeyError, IndexError, ValueError):  # an error raised without the values its text needs
+        return str(error)

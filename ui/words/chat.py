@@ -1,0 +1,109 @@
+"""The chat's own words: the chips, the starters, a reply's notes and cost line, the engine's start and status."""
+
+COMMANDS = ("Status", "Export", "Import", "Library")  # the chips beside the message box, by their English names
+
+TEXTS = {
+    # the chips: their names (shown on them) and what each does (their tooltip)
+    "command.Status": ("Status", "状态"),
+    "command.Export": ("Export", "导出"),
+    "command.Import": ("Import", "导入"),
+    "command.Library": ("Library", "文档库"),
+    "command.Status.tip": ("Show the engine status", "查看引擎状态"),
+    "command.Export.tip": ("Download this chat as Markdown and JSON", "把这个对话下载为 Markdown 和 JSON"),
+    "command.Import.tip": ("Attach a chat's JSON file to make it a new chat", "附上对话的 JSON 文件，导入为新对话"),
+    "command.Library.tip": ("Your documents: attach files to add them, or see and remove them",
+                            "你的文档库：附上文件即可加入，也可查看或删除"),
+
+    # the starters on an empty chat: a label, and the message it sends
+    "starter.kv": ("Explain KV caching", "讲讲 KV 缓存"),
+    "starter.kv.ask": ("Explain in three sentences what a KV cache is.", "用三句话解释什么是 KV 缓存。"),
+    "starter.python": ("Write Python", "写段 Python"),
+    "starter.python.ask": ("Write a Python function that checks if a word is a palindrome.",
+                           "写一个 Python 函数，判断一个单词是不是回文。"),
+    "starter.hello": ("你好", "你好"),  # shows an English reader that the model speaks Chinese too
+    "starter.hello.ask": ("用一句话介绍你自己。", "用一句话介绍你自己。"),
+    "starter.day": ("Plan a day", "安排一天"),
+    "starter.day.ask": ("Plan a relaxed Saturday in Beijing, in a short list.",
+                        "用一个简短的清单，安排在北京悠闲度过的一个周六。"),
+
+    # the tools under the latest reply
+    "continue_reply": ("Continue", "继续"),
+    "continue_reply.tip": ("Go on writing this reply from where it stopped", "从中断的地方接着写这条回复"),
+    "regenerate_reply": ("Regenerate", "重新生成"),
+    "regenerate_reply.tip": ("Another answer to the same question, in place of this one",
+                             "对同一个问题重新回答，替换这条回复"),
+    "tools.busy": ("A reply is still being written: wait for it to end, or press Stop, then try again.",
+                   "还有一条回复正在生成：请等它结束，或点“停止”，然后再试。"),
+    "tools.switching": ("The engine is starting or switching its memory preset: try again once the note above says "
+                        "it is ready.", "引擎正在启动或切换显存预设：等上方提示显示已就绪后再试。"),
+    "tools.not_latest": ("Only the chat's latest reply can be regenerated or continued: use the buttons under the "
+                         "latest reply, or send a new message.",
+                         "只有对话中最新的一条回复可以重新生成或继续：请使用最新回复下方的按钮，或发送一条新消息。"),
+    "tools.not_regenerated": ("Not regenerated: {why} The reply above is kept as it was.",
+                              "未重新生成：{why} 上面的回复保持原样。"),
+
+    # a reply's notes and its cost line
+    "reply.stopped": ("*Stopped.*", "*已停止。*"),
+    "reply.busy": ("⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",
+                   "⏳ 引擎的所有槽位都在忙，一有空位就开始生成你的回复。"),
+    "reply.context_full": ("*The reply filled the context ({context} tokens with the chat so far): start a new chat, "
+                           "or pick a preset with a longer context.*",
+                           "*回复占满了上下文（连同之前的对话共 {context} 个 token）：请开始新对话，或选择上下文更长的"
+                           "预设。*"),
+    "reply.max_tokens": ("*The reply hit the 'max new tokens' limit ({max_tokens}).*",
+                         "*回复达到了“最大新 token 数”的上限（{max_tokens}）。*"),
+    "reply.dropped": ("*The {count} oldest messages no longer fit the context and were left out.*",
+                      "*最早的 {count} 条消息已放不进上下文，未被使用。*"),
+    "reply.cut": ("*{name}: {left_out:,} of {total:,} tokens were left out: the context holds {context:,} tokens with "
+                  "the reply.*", "*{name}：{total:,} 个 token 中有 {left_out:,} 个未放入：上下文连同回复只能容纳 "
+                  "{context:,} 个 token。*"),
+    "cost.first_token": ("first token {ms:.0f} ms", "首 token {ms:.0f} ms"),
+    "cost.rate": ("{rate:.0f} tok/s", "{rate:.0f} tok/s"),
+    "cost.tokens": ("{prompt} prompt + {reply} reply tokens", "提示 {prompt} + 回复 {reply} token"),
+    "cost.cached": ("{cached} cached", "缓存命中 {cached}"),
+    "message.empty": ("Your message is empty: type something to ask.", "消息是空的：请输入你想问的内容。"),
+
+    # the engine's start, as a chat sees it
+    "start.starting": ("Starting the model engine", "正在启动模型引擎"),
+    "start.waking": ("Waking the model engine", "正在唤醒模型引擎"),
+    "start.retry": ("Try again", "重试"),
+    "progress": ("{mark} {title}: {stage} ({seconds:.0f} s)", "{mark} {title}：{stage}（{seconds:.0f} 秒）"),
+    "stage.Waking the engine": ("Waking the engine", "正在唤醒引擎"),
+    "stage.Checking the device and the model": ("Checking the device and the model", "正在检查设备和模型"),
+    "stage.Warming up": ("Warming up", "正在预热"),
+    "stage.Ready": ("Ready", "已就绪"),
+    "stage.Checking the preset": ("Checking the preset", "正在检查预设"),
+    "stage.Stopping the running engine": ("Stopping the running engine", "正在停止运行中的引擎"),
+
+    # a memory preset switch, in the chat that asked and in the others
+    "switch.note": ("⏳ Switching the memory preset to '{name}'…", "⏳ 正在把显存预设切换为“{name}”…"),
+    "switch.title": ("Switching to '{name}'", "切换到“{name}”"),
+    "switch.others": ("🔁 Another chat is switching the memory preset to '{name}'; replies pause until it is ready.",
+                      "🔁 另一个对话正在把显存预设切换为“{name}”；切换完成前回复会暂停。"),
+    "switch.done": ("✅ The memory preset is now '{name}'.", "✅ 显存预设现在是“{name}”。"),
+    "switch.failed": ("The preset switch failed; '{name}' is running.", "预设切换失败；正在运行的是“{name}”。"),
+
+    # the status table (the Status chip)
+    "status.title": ("**Engine status**", "**引擎状态**"),
+    "status.head": ("| Engine | Now |", "| 引擎 | 当前 |"),
+    "status.state": ("State", "状态"),
+    "status.device": ("Device", "设备"),
+    "status.preset": ("Preset", "预设"),
+    "status.context": ("Context", "上下文"),
+    "status.context_value": ("{tokens} tokens", "{tokens} token"),
+    "status.memory": ("Memory used / the preset's size", "已用显存 / 预设所需"),
+    "status.kv": ("KV cache in use", "KV cache 占用"),
+    "status.requests": ("Requests running / queued", "运行中 / 排队中的请求"),
+    "status.sequences": ("Sequences from chats / the API", "来自对话 / API 的序列"),
+    "status.asleep": (" since {clock} ({minutes} min ago); the next message wakes it",
+                      "，自 {clock} 起（{minutes} 分钟前）；下一条消息会唤醒它"),
+    "state.stopped": ("stopped", "已停止"),
+    "state.starting": ("starting", "启动中"),
+    "state.ready": ("ready", "就绪"),
+    "state.switching": ("switching", "切换中"),
+    "state.falling asleep": ("falling asleep", "正在休眠"),
+    "state.asleep": ("asleep", "休眠中"),
+    "state.waking": ("waking", "唤醒中"),
+    "state.failed": ("failed", "失败"),
+    "state.unreachable": ("unreachable", "无法连接"),
+}

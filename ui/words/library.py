@@ -1,0 +1,85 @@
+"""The words of the user's files: the library, attachments, and a chat's export and import."""
+
+TEXTS = {
+    # the library (the Library chip, and a question answered from it)
+    "library.no_history": ("The library is kept in the chat history's database, which is off on this server "
+                           "(CHAT_HISTORY=false): turn it on and restart to keep documents.",
+                           "文档库保存在对话历史的数据库中，而本服务器关闭了历史（CHAT_HISTORY=false）：请开启并重启，"
+                           "才能保存文档。"),
+    "library.how": ("Attach files to the **Library** command to add them (text, code, Markdown, CSV, JSON or PDF); "
+                    "send `remove` and a document's number or name to remove one. Turn on *Answer from my library* "
+                    "in the settings, or write @name in a message to answer it from those documents.",
+                    "把文件附在 **文档库** 命令上即可加入（文本、代码、Markdown、CSV、JSON 或 PDF）；发送 `remove`（或"
+                    "“删除”）加文档的编号或名称即可删除。在设置中打开 *根据我的文档库回答*，或在消息里写 @文档名，"
+                    "即可根据这些文档回答。"),
+    "library.nothing_found": ("Nothing in your library matched this message: it was answered without the library.",
+                              "文档库中没有与这条消息匹配的内容：本次回答未使用文档库。"),
+    "library.no_room": ("Your library's passages did not fit the context beside this message: it was answered "
+                        "without them (a shorter message or a lower 'max new tokens' leaves them room).",
+                        "文档库的段落与这条消息一起放不进上下文：本次回答未使用它们（缩短消息或调低“最大新 token 数”"
+                        "可以为它们留出空间）。"),
+    "library.sources": ("*From your library{note}: {count}, about {tokens} tokens — {places}*",
+                        "*来自你的文档库{note}：{count}，约 {tokens} 个 token — {places}*"),
+    "library.note": (" ({note})", "（{note}）"),
+    "library.passages_one": ("{count} passage", "{count} 个段落"),
+    "library.passages_many": ("{count} passages", "{count} 个段落"),
+    "library.opening": ("nothing in {documents} matched your other words, so the reply draws on its start",
+                        "{documents} 中没有与你其他词语匹配的内容，因此回复依据的是文档开头"),
+    "library.unknown_one": ("*{names} names no document in your library, so it stayed part of your message.*",
+                            "*{names} 不是你文档库中的文档名，因此保留为消息的一部分。*"),
+    "library.unknown_many": ("*{names} name no document in your library, so they stayed part of your message.*",
+                             "*{names} 都不是你文档库中的文档名，因此保留为消息的一部分。*"),
+    "library.added": ("Added to your library: {added}.", "已加入你的文档库：{added}。"),
+    "library.added_one": ("**{name}** ({size}, {count})", "**{name}**（{size}，{count}）"),
+    "library.not_added": ("Not added: {problems} Attach {accepted}.", "未加入：{problems} 请附上{accepted}。"),
+    "library.turn_on": ("Turn on *Answer from my library* in the settings to answer from it.",
+                        "在设置中打开 *根据我的文档库回答*，即可据此回答。"),
+    "library.db_failed": ("{name} was not added: the history database failed ({error}); nothing of it was kept, try "
+                          "again.", "{name} 未加入：历史数据库出错（{error}）；该文件的内容均未保存，请重试。"),
+    "library.no_such": ("No document in your library is '{which}': send `remove` and a document's number or name "
+                        "from the list (the Library command lists them).",
+                        "你的文档库中没有“{which}”：请发送 `remove` 加列表中文档的编号或名称（“文档库”命令会列出"
+                        "它们）。"),
+    "library.removed": ("Removed **{name}** from your library.", "已从你的文档库删除 **{name}**。"),
+    "library.empty": ("Your library is empty. {how}", "你的文档库是空的。{how}"),
+    "library.list": ("Your library ({count} documents):\n\n{table}\n\n{how}",
+                     "你的文档库（{count} 个文档）：\n\n{table}\n\n{how}"),
+    "library.head": ("| # | Document | Size | Added (UTC) | Passages |", "| # | 文档 | 大小 | 加入时间 (UTC) | 段落 |"),
+
+    # a file that could not be read
+    "file.unreadable": ("{name} could not be read ({error}).", "{name} 无法读取（{error}）。"),
+    "file.refused": ("{name} {why}.", "{name} {why}。"),
+    "file.too_many": ("{count} files are attached, but at most {most} go with one message.",
+                      "附上了 {count} 个文件，但一条消息最多只能带 {most} 个。"),
+    "file.not_sent": ("Your message was not sent to the model: {problems} Attach {accepted}, and send it again.",
+                      "你的消息没有发给模型：{problems} 请附上{accepted}，然后重新发送。"),
+    "file.accepted": ("text files ({extensions}, or any other text type){pdf}, at most {files} files of {mb} MB each",
+                      "文本文件（{extensions} 或其他任何文本类型）{pdf}，最多 {files} 个，每个不超过 {mb} MB"),
+    "file.accepted_pdf": (" and PDFs with text", "以及含文字的 PDF"),
+
+    # a chat's export and import
+    "export.nothing": ("This chat has no answered messages to export yet: ask something first, then export it.",
+                       "这个对话还没有可导出的问答：请先提问，再导出。"),
+    "export.done": ("⬇️ This chat ({count} messages) as Markdown to read and as JSON in the OpenAI messages format "
+                    "(the Import command takes it back).",
+                    "⬇️ 这个对话（{count} 条消息）：供阅读的 Markdown，以及 OpenAI 消息格式的 JSON（可用“导入”"
+                    "命令再导入）。"),
+    "import.no_history": ("Importing needs the chat history, which is off on this server (CHAT_HISTORY=false): turn it "
+                          "on and restart, then import again.",
+                          "导入需要对话历史，而本服务器关闭了历史（CHAT_HISTORY=false）：请开启并重启，然后重新导入。"),
+    "import.attach_one": ("Attach one chat's JSON file to the Import command (the app's Export, or a list of OpenAI "
+                          "messages), and send it again.",
+                          "请在“导入”命令上附上一个对话的 JSON 文件（本应用导出的文件，或 OpenAI 消息列表），"
+                          "然后重新发送。"),
+    "import.refused": ("Nothing was imported: {why}", "未导入任何内容：{why}"),
+    "import.not_json": ("{name} is not a JSON file. {attach}", "{name} 不是 JSON 文件。{attach}"),
+    "import.too_large": ("{name} is larger than {mb} MB: keep the chat's latest messages in it, and import it again.",
+                         "{name} 超过了 {mb} MB：只保留对话中最近的消息，再重新导入。"),
+    "import.done": ("✅ Imported {count} messages as a new chat, “{title}”: [open it](/thread/{thread}), or find it in "
+                    "the history's list. It goes on from its last message.",
+                    "✅ 已将 {count} 条消息导入为新对话“{title}”：[打开它](/thread/{thread})，或在历史列表中找到它。"
+                    "对话会从最后一条消息接着进行。"),
+    "import.left_out": ("\n\nLeft out, the chat uses this app's defaults instead: {dropped}. Change them in the "
+                        "settings sidebar once the chat is open.",
+                        "\n\n以下内容未导入，对话改用本应用的默认值：{dropped}。打开对话后可在设置侧栏中修改。"),
+}

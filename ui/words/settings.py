@@ -1,0 +1,51 @@
+"""The settings sidebar's words: its labels and descriptions, the memory presets, and why a change was refused."""
+
+TEXTS = {
+    "setting.preset": ("Memory preset", "显存预设"),
+    "setting.preset.tip": ("Restarts the engine that every chat shares: replies pause for about 10 s on a GPU and "
+                           "30-60 s on the processor. A preset that cannot run here is refused first.",
+                           "会重启所有对话共用的引擎：在 GPU 上回复约暂停 10 秒，在处理器上约 30-60 秒。本机无法运行的"
+                           "预设会先被拒绝。"),
+    "setting.temperature": ("Temperature", "温度"),
+    "setting.temperature.tip": ("0 always picks the likeliest word; higher is more varied.",
+                                "0 总是选最可能的词；越高，回答越多样。"),
+    "setting.top_p": ("Top p", "Top p"),
+    "setting.max_tokens": ("Max new tokens", "最大新 token 数"),
+    "setting.max_tokens.tip": ("At most the context of the running preset.", "不超过当前预设的上下文长度。"),
+    "setting.system_prompt": ("System prompt", "系统提示词"),
+    "setting.show_stats": ("Show what each reply cost", "显示每条回复的开销"),
+    "setting.library": ("Answer from my library", "根据我的文档库回答"),
+    "setting.library.tip": ("Each question is answered from the best passages of your documents (the Library "
+                            "command adds them), with their sources. @name in a message picks documents for it.",
+                            "每个问题都根据你文档中最相关的段落回答（用“文档库”命令添加文档），并注明出处。在消息里"
+                            "写 @文档名 可指定要用的文档。"),
+
+    # the presets as the sidebar lists them (a custom preset's purpose is the user's own, shown as written)
+    "preset_label": ("{name}: {purpose}", "{name}：{purpose}"),
+    "preset.auto": ("the largest that fits this device", "本机能容纳的最大预设"),
+    "preset.2gb": ("The tightest cards (2.2 GiB free): 2k context, 16 chats at once",
+                   "显存最紧的显卡（空闲 2.2 GiB）：2k 上下文，同时 16 个对话"),
+    "preset.4gb": ("4 GB cards (3 GiB free): 4k context, 32 chats at once",
+                   "4 GB 显卡（空闲 3 GiB）：4k 上下文，同时 32 个对话"),
+    "preset.6gb": ("6 GB cards (5 GiB free): 8k context, 32 chats at once",
+                   "6 GB 显卡（空闲 5 GiB）：8k 上下文，同时 32 个对话"),
+    "preset.8gb": ("8 GB cards (7 GiB free): 16k context, 64 chats at once",
+                   "8 GB 显卡（空闲 7 GiB）：16k 上下文，同时 64 个对话"),
+    "preset.cpu": ("No GPU: runs on the processor, 4k context", "无 GPU：在处理器上运行，4k 上下文"),
+    "preset.2gb-8bit": ("2 GB cards (1.8 GiB free): 2k context, 16 chats at once, 8-bit weights, 8-bit KV",
+                        "2 GB 显卡（空闲 1.8 GiB）：2k 上下文，同时 16 个对话，8 位权重，8 位 KV"),
+    "preset.cpu-8bit": ("No GPU, faster: the processor with 8-bit weights (int8), 4k context",
+                        "无 GPU，更快：在处理器上用 8 位权重（int8）运行，4k 上下文"),
+
+    # a change the sidebar refuses
+    "settings.not_applied": ("Settings not applied: {why} The sidebar shows the settings in use again.",
+                             "设置未生效：{why} 侧栏已恢复为当前使用的设置。"),
+    "settings.oversized": ("the change was {mb:.1f} MB, more than the 1 MB one change can carry; the system prompt "
+                           "takes at most {most:,} characters.",
+                           "这次修改有 {mb:.1f} MB，超过了单次修改 1 MB 的上限；系统提示词最多 {most:,} 个字符。"),
+    "settings.system_prompt": ("The system prompt must be text of at most {most:,} characters{size}.",
+                               "系统提示词必须是不超过 {most:,} 个字符的文本{size}。"),
+    "settings.system_prompt.size": (" (it has {size:,})", "（现在有 {size:,} 个）"),
+    "settings.switches": ("'show stats' and 'library' must be on or off, and the preset one of: {valid}.",
+                          "“显示开销”和“文档库”只能是开或关，预设必须是以下之一：{valid}。"),
+}
