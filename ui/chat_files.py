@@ -1,7 +1,8 @@
 """A chat's export and import, as the commands beside the message box ("Export", "Import").
 
-Export sends the chat as two files under one notice (shown, never stored): Markdown to read, with the model,
-preset and sampling at the top, and JSON in the OpenAI messages format (history/exchange.py writes both). Import
+Export sends the chat as two files named after it (its name in the history, a rename included) under one notice
+(shown, never stored): Markdown to read, with the model, preset and sampling at the top, and JSON in the OpenAI
+messages format (history/exchange.py writes both). Import
 takes such a JSON file (or the app's own export) attached to the Import command and stores it as a new chat in the
 history of the user who imports it, never anyone else's (the thread is made with the signed-in user as its
 owner; Chainlit's own checks then keep it theirs); opened from the sidebar it goes on with its turns in the prompt
@@ -41,13 +42,23 @@ def _title(turns: list[dict]) -> str:
     return " ".join(first.split())[:60]
 
 
+async def _name(layer) -> str | None:
+    """The chat's name as the history lists it now (a rename included), or None (no history, or not kept yet)."""
+    if layer is None or not cl.context.session.has_first_interaction:
+        return None
+    rows = await layer.execute_sql(query='SELECT "name" FROM threads WHERE "id" = :id',
+                                   parameters={"id": cl.context.session.thread_id})
+    name = rows[0].get("name") if isinstance(rows, list) and rows else None
+    return " ".join(name.split())[:60] if isinstance(name, str) and name.strip() else None
+
+
 async def export(engine, layer) -> None:
     chat = await chat_state.current(engine)
     if not chat.turns:
         await cl.ErrorMessage(content="This chat has no answered messages to export yet: ask something first, then "
                                       "export it.", author="system").send()
         return
-    prefs, title = chat.prefs, _title(chat.turns)
+    prefs, title = chat.prefs, await _name(layer) or _title(chat.turns)
     sampling = prefs.sampling.model_dump(include={*CHAT_SAMPLING, "seed"})
     args = (chat.turns, engine.settings.model, engine.preset_name, sampling, prefs.system_prompt, title)
     stem = re.sub(r"[^\w-]+", "-", title).strip("-")[:40] or "chat"
