@@ -28,11 +28,9 @@ from history import tables
 from history.layer import valid_text
 from tasks import spawn
 from ui import pdf_reader
+from ui.words import say
 
 BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
-NOT_TEXT_NOTE = ("*Your message held characters that are not text (lone UTF-16 surrogates, which a broken paste "
-                 "or a client can send): each was replaced by �, in what the model read and in the history; the "
-                 "rest of the message is as you wrote it.*")
 SNIFF_BYTES = 8192  # a NUL byte this early means binary data (text in UTF-16 has its byte-order mark)
 WRITES: dict[str, asyncio.Task] = {}  # message id -> the latest write of its attachments (`keep`)
 
@@ -59,9 +57,9 @@ def accepted() -> str:
     upload = config.features.spontaneous_file_upload
     kinds = upload.accept if isinstance(upload.accept, dict) else {kind: [] for kind in upload.accept or []}
     extensions = sorted({ext for listed in kinds.values() for ext in listed} - {".pdf"})
-    pdf = " and PDFs with text" if "application/pdf" in kinds else ""
-    return (f"text files ({' '.join(extensions)}, or any other text type){pdf}, "
-            f"at most {upload.max_files} files of {upload.max_size_mb} MB each")
+    pdf = say("file.accepted_pdf") if "application/pdf" in kinds else ""
+    return say("file.accepted", extensions=" ".join(extensions), pdf=pdf, files=upload.max_files,
+               mb=upload.max_size_mb)
 
 
 def decode(data: bytes) -> str:
@@ -70,7 +68,7 @@ def decode(data: bytes) -> str:
         if data.startswith(bom):
             return data[len(bom):].decode(codec, errors="replace").replace("\r\n", "\n")
     if b"\x00" in data[:SNIFF_BYTES]:
-        raise Refused("is not a text file (it holds binary data)")
+        raise Refused(say("file.binary"))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -78,7 +76,7 @@ def decode(data: bytes) -> str:
 
         found = from_bytes(data).best()
         if found is None:
-            raise Refused("is not a text file (its bytes are no known text encoding)") from None
+            raise Refused(say("file.encoding")) from None
         text = str(found)
     return text.replace("\r\n", "\n").replace("\x00", "")  # a NUL means nothing to the model; PostgreSQL refuses it
 
@@ -89,18 +87,16 @@ def pdf_text(data: bytes, most_chars: int) -> str:
     answer = pdf_reader.read(data, most_chars)
     refused, page = answer.get("refused"), answer.get("page")
     if refused == "slow":
-        where = f" (page {page} alone took more than {pdf_reader.PAGE_S:g} s)" if page else ""
-        raise Refused(f"took too long to read: more than {pdf_reader.TOTAL_S:g} s{where}, as a PDF built to be slow "
-                      "or a very large one does; nothing of it was used. Attach its text as a .txt file, or a PDF "
-                      "of the pages you need")
+        where = say("pdf.slow_page", page=page, page_s=pdf_reader.PAGE_S) if page else ""
+        raise Refused(say("pdf.slow", total=pdf_reader.TOTAL_S, where=where))
     if refused == "long":
-        raise Refused(f"holds more than {_size(most_chars)} of text (seen by page {page}); attach the part you need")
+        raise Refused(say("pdf.too_long", size=_size(most_chars), page=page))
     if refused == "locked":
-        raise Refused("is locked with a password; attach a copy without one")
+        raise Refused(say("pdf.locked"))
     if refused == "damaged":
-        raise Refused(f"could not be read as a PDF ({answer.get('error')})")
+        raise Refused(say("pdf.damaged", error=answer.get("error")))
     if not answer["text"]:
-        raise Refused("is a PDF without text (a scan?); this model reads text only")
+        raise Refused(say("pdf.no_text"))
     return answer["text"]
 
 
@@ -112,11 +108,11 @@ def read(path: str) -> str:
     """A file's text. A PDF's can be longer than the file: no more is taken than a text file may be long."""
     data = Path(path).read_bytes()
     if not data:
-        raise Refused("is empty (0 bytes); attach a file with text in it")
+        raise Refused(say("file.empty"))
     most_chars = config.features.spontaneous_file_upload.max_size_mb * 2**20
     text = pdf_text(data, most_chars) if data.startswith(b"%PDF-") else decode(data)
     if len(text) > most_chars:
-        raise Refused(f"holds more than {_size(most_chars)} of text; attach the part you need")
+        raise Refused(say("file.too_long", size=_size(most_chars)))
     return text
 
 
@@ -126,24 +122,24 @@ async def question(message: cl.Message) -> dict | None:
     files = [element for element in message.elements or [] if getattr(element, "path", None)]
     asked = {"id": message.id, "role": "user", "content": valid_text(message.content)}
     if asked["content"] != message.content:
-        await cl.Message(content=NOT_TEXT_NOTE, author="system").send()
+        await cl.Message(content=say("message.not_text"), author="system").send()
     if not files:
         return asked
     most = config.features.spontaneous_file_upload.max_files
     problems = []
     if len(files) > most:
-        problems.append(f"{len(files)} files are attached, but at most {most} go with one message.")
+        problems.append(say("file.too_many", count=len(files), most=most))
     parts = []
     for element in files:
         try:
             parts.append({"name": element.name, "text": await asyncio.to_thread(read, element.path)})
         except Refused as why:
-            problems.append(f"{element.name} {why}.")
+            problems.append(say("file.refused", name=element.name, why=why))
         except OSError as error:
-            problems.append(f"{element.name} could not be read ({error.strerror or type(error).__name__}).")
+            problems.append(say("file.unreadable", name=element.name, error=error.strerror or type(error).__name__))
     if problems:
-        await cl.ErrorMessage(content=f"Your message was not sent to the model: {' '.join(problems)} "
-                                      f"Attach {accepted()}, and send it again.", author="system").send()
+        await cl.ErrorMessage(content=say("file.not_sent", problems=" ".join(problems), accepted=accepted()),
+                              author="system").send()
         return None
     return {**asked, "attachments": parts}
 

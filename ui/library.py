@@ -17,20 +17,13 @@ import chainlit as cl
 
 from history import library
 from ui import attachments
+from ui.words import say
 
 COMMAND = "Library"
 LIBRARY_ATTACHMENT = "From your library"
 _PICKED = re.compile(r'(?:^|\s)@(?:"([^"]+)"|(\S+))')
 _PUNCTUATION = ".,:;!?)]}'\"，。：；！？、）」』"  # "@kettle, how...": what follows a name is not part of it
-NO_HISTORY = ("The library is kept in the chat history's database, which is off on this server "
-              "(CHAT_HISTORY=false): turn it on and restart to keep documents.")
-HOW = ("Attach files to the **Library** command to add them (text, code, Markdown, CSV, JSON or PDF); send "
-       "`remove` and a document's number or name to remove one. Turn on *Answer from my library* in the settings, "
-       "or write @name in a message to answer it from those documents.")
-
-NOTHING_FOUND = "Nothing in your library matched this message: it was answered without the library."
-NO_ROOM = ("Your library's passages did not fit the context beside this message: it was answered without them "
-           "(a shorter message or a lower 'max new tokens' leaves them room).")
+REMOVE = ("remove", "删除")  # the word that removes a document, in either language
 
 
 @dataclass
@@ -44,10 +37,14 @@ class Found:
     def sources_line(self) -> str:
         if not self.passages:
             return f"*{self.note}*"
-        note = f" ({self.note})" if self.note else ""
+        note = say("library.note", note=self.note) if self.note else ""
         places = " · ".join(library.place(n, p) for n, p in enumerate(self.passages, 1))
-        count = f"{len(self.passages)} passage{'s' if len(self.passages) > 1 else ''}"
-        return f"*From your library{note}: {count}, about {self.tokens} tokens — {places}*"
+        return say("library.sources", note=note, count=_passages(len(self.passages)), tokens=self.tokens,
+                   places=places)
+
+
+def _passages(count: int) -> str:
+    return say("library.passages_many" if count > 1 else "library.passages_one", count=count)
 
 
 def _user() -> str:
@@ -62,7 +59,7 @@ def _size_text(size: int) -> str:
 async def on_command(layer, message: cl.Message) -> None:
     """The Library command: add its attached files, remove one (`remove N` or a name), or list the documents."""
     if layer is None:
-        await cl.ErrorMessage(content=NO_HISTORY, author="system").send()
+        await cl.ErrorMessage(content=say("library.no_history"), author="system").send()
         return
     files = [element for element in message.elements or [] if getattr(element, "path", None)]
     words = message.content.strip()
@@ -70,8 +67,8 @@ async def on_command(layer, message: cl.Message) -> None:
         words = words[len("/library"):].strip()
     if files:
         await _add(layer, files)
-    elif words.lower().startswith("remove"):
-        await _remove(layer, words[len("remove"):].strip())
+    elif words.lower().startswith(REMOVE):
+        await _remove(layer, words[len(next(w for w in REMOVE if words.lower().startswith(w))):].strip())
     else:
         await _list(layer)
 
@@ -83,20 +80,19 @@ async def _add(layer, files) -> None:
             text = await asyncio.to_thread(attachments.read, element.path)
             size = os.path.getsize(element.path)
             document = await library.add(layer, user, element.name, size, text)
-            count = f"{document.passages} passage{'s' if document.passages > 1 else ''}"
-            added.append(f"**{document.name}** ({_size_text(size)}, {count})")
+            added.append(say("library.added_one", name=document.name, size=_size_text(size),
+                             count=_passages(document.passages)))
         except (attachments.Refused, library.LibraryFull) as why:
-            problems.append(f"{element.name} {why}.")
+            problems.append(say("file.refused", name=element.name, why=why))
         except OSError as error:
-            problems.append(f"{element.name} could not be read ({error.strerror or type(error).__name__}).")
+            problems.append(say("file.unreadable", name=element.name, error=error.strerror or type(error).__name__))
         except Exception as error:  # the database's own error: nothing of the file was kept
-            problems.append(f"{element.name} was not added: the history database failed ({type(error).__name__}); "
-                            "nothing of it was kept, try again.")
-    lines = [f"Added to your library: {', '.join(added)}." if added else ""]
+            problems.append(say("library.db_failed", name=element.name, error=type(error).__name__))
+    lines = [say("library.added", added=", ".join(added)) if added else ""]
     if problems:
-        lines.append(f"Not added: {' '.join(problems)} Attach {attachments.accepted()}.")
+        lines.append(say("library.not_added", problems=" ".join(problems), accepted=attachments.accepted()))
     if added:
-        lines.append("Turn on *Answer from my library* in the settings to answer from it.")
+        lines.append(say("library.turn_on"))
     await (cl.ErrorMessage if problems and not added else cl.Message)(
         content="\n\n".join(line for line in lines if line), author="system").send()
 
@@ -106,23 +102,21 @@ async def _remove(layer, which: str) -> None:
     documents = await library.documents(layer, user)
     chosen = [d for n, d in enumerate(documents, 1) if which == str(n) or d.name.lower() == which.lower()]
     if not which or not chosen:
-        await cl.ErrorMessage(content=f"No document in your library is '{which}': send `remove` and a document's "
-                                      "number or name from the list (the Library command lists them).",
-                              author="system").send()
+        await cl.ErrorMessage(content=say("library.no_such", which=which), author="system").send()
         return
     await library.remove(layer, user, chosen[0].id)
-    await cl.Message(content=f"Removed **{chosen[0].name}** from your library.", author="system").send()
+    await cl.Message(content=say("library.removed", name=chosen[0].name), author="system").send()
 
 
 async def _list(layer) -> None:
     documents = await library.documents(layer, _user())
     if not documents:
-        await cl.Message(content=f"Your library is empty. {HOW}", author="system").send()
+        await cl.Message(content=say("library.empty", how=say("library.how")), author="system").send()
         return
     rows = [f"| {n} | {_cell(d.name)} | {_size_text(d.bytes)} | {d.created_at[:16].replace('T', ' ')} | {d.passages} |"
             for n, d in enumerate(documents, 1)]
-    table = "\n".join(["| # | Document | Size | Added (UTC) | Passages |", "|---|---|---|---|---|", *rows])
-    await cl.Message(content=f"Your library ({len(documents)} documents):\n\n{table}\n\n{HOW}",
+    table = "\n".join([say("library.head"), "|---|---|---|---|---|", *rows])
+    await cl.Message(content=say("library.list", count=len(documents), table=table, how=say("library.how")),
                      author="system").send()
 
 
@@ -177,8 +171,9 @@ async def with_passages(layer, asked: dict, on: bool, context: int | None, max_t
     documents = await library.documents(layer, user)
     chosen, unknown, words = picked(question, documents)
     if unknown and documents and on:
-        await cl.Message(content=f"*{_named(unknown)} no document in your library, so {_it(unknown)} stayed part "
-                                 "of your message.*", author="system").send()
+        names = ", ".join("@" + name for name in unknown)
+        await cl.Message(content=say("library.unknown_one" if len(unknown) == 1 else "library.unknown_many",
+                                     names=names), author="system").send()
     if not (on or chosen):
         return asked, None
     ids = [d.id for d in chosen] or None
@@ -189,19 +184,10 @@ async def with_passages(layer, asked: dict, on: bool, context: int | None, max_t
         found = await library.opening(layer, user, ids, library.MOST_PASSAGES)
     kept, used = library.fitting(found, room)
     if not kept:
-        return asked, Found([], 0, NO_ROOM if found else NOTHING_FOUND)
+        return asked, Found([], 0, say("library.no_room" if found else "library.nothing_found"))
     part = {"name": LIBRARY_ATTACHMENT, "text": library.prompt_text(kept)}
-    note = f"nothing in {_documents(chosen)} matched your other words, so the reply draws on its start" \
-        if opening else ""
+    note = say("library.opening", documents=_documents(chosen)) if opening else ""
     return {**asked, "attachments": [*asked.get("attachments", []), part]}, Found(kept, used, note)
-
-
-def _named(names: list[str]) -> str:
-    return f"{', '.join('@' + n for n in names)} name{'s' if len(names) == 1 else ''}"
-
-
-def _it(names: list[str]) -> str:
-    return "it" if len(names) == 1 else "they"
 
 
 def _documents(chosen: list[library.Document]) -> str:

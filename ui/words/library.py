@@ -57,6 +57,29 @@ TEXTS = {
                       "文本文件（{extensions} 或其他任何文本类型）{pdf}，最多 {files} 个，每个不超过 {mb} MB"),
     "file.accepted_pdf": (" and PDFs with text", "以及含文字的 PDF"),
 
+    "file.binary": ("is not a text file (it holds binary data)", "不是文本文件（含有二进制数据）"),
+    "file.encoding": ("is not a text file (its bytes are no known text encoding)",
+                      "不是文本文件（字节不属于任何已知的文本编码）"),
+    "file.empty": ("is empty (0 bytes); attach a file with text in it", "是空文件（0 字节）；请附上含有文字的文件"),
+    "file.too_long": ("holds more than {size} of text; attach the part you need",
+                      "的文字超过 {size}；请只附上你需要的部分"),
+    "pdf.slow": ("took too long to read: more than {total:g} s{where}, as a PDF built to be slow or a very large one "
+                 "does; nothing of it was used. Attach its text as a .txt file, or a PDF of the pages you need",
+                 "读取耗时过长：超过 {total:g} 秒{where}，刻意构造的慢 PDF 或特别大的 PDF 会这样；其内容均未使用。"
+                 "请把它的文字存成 .txt 文件附上，或只附上所需页面的 PDF"),
+    "pdf.slow_page": (" (page {page} alone took more than {page_s:g} s)", "（仅第 {page} 页就超过了 {page_s:g} 秒）"),
+    "pdf.too_long": ("holds more than {size} of text (seen by page {page}); attach the part you need",
+                     "的文字超过 {size}（读到第 {page} 页时）；请只附上你需要的部分"),
+    "pdf.locked": ("is locked with a password; attach a copy without one", "设有密码；请附上没有密码的副本"),
+    "pdf.damaged": ("could not be read as a PDF ({error})", "无法作为 PDF 读取（{error}）"),
+    "pdf.no_text": ("is a PDF without text (a scan?); this model reads text only",
+                    "是没有文字的 PDF（扫描件？）；这个模型只能读文字"),
+    "message.not_text": ("*Your message held characters that are not text (lone UTF-16 surrogates, which a broken "
+                         "paste or a client can send): each was replaced by �, in what the model read and in the "
+                         "history; the rest of the message is as you wrote it.*",
+                         "*你的消息含有不是文本的字符（孤立的 UTF-16 代理项，粘贴出错或某些客户端会发出）：每个都已"
+                         "替换为 �，模型读到的和历史中保存的都是如此；消息的其余部分保持原样。*"),
+
     # a chat's export and import
     "export.nothing": ("This chat has no answered messages to export yet: ask something first, then export it.",
                        "这个对话还没有可导出的问答：请先提问，再导出。"),
