@@ -60,6 +60,19 @@ class ModelNotFoundError(ChatError):
         )
 
 
+class ModelFolderMissingError(ModelNotFoundError):
+    """CHAT_MODEL names a local folder (a path) that is not there: nothing to download, so no network advice."""
+
+    def __init__(self, model: str):
+        ChatError.__init__(
+            self,
+            f"There is no model folder at '{model}' (CHAT_MODEL names a local folder when it is a path).",
+            "Check the path (the folder holds config.json, the tokenizer and the weights), or set CHAT_MODEL to a "
+            "hub id, e.g. CHAT_MODEL=baidu/ERNIE-4.5-0.3B-PT, to download the model.",
+        )
+        self.model = model
+
+
 class DownloadError(ChatError):
     def __init__(self, model: str, source: str, detail: str, done: int, total: int):
         where = f" at {done / 1e6:,.1f} of {total / 1e6:,.1f} MB" if total else ""

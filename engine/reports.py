@@ -93,3 +93,4 @@ class Status:
     chat_requests: int = 0  # in flight, by where they came from; a chat's request is one sequence
     api_sequences: int = 0  # an API request runs a sequence per prompt and choice (prompts x n)
     asleep_since: float | None = None  # when the idle engine fell asleep (seconds since the epoch)
+    problem: str = ""  # why the engine is not running when it failed: the start's error, what happened and what to do

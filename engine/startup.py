@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine import download, hardware, model_files, presets, sizing
-from engine.errors import (ChatError, DamagedModelError, EngineStartError, GpuDriverError,
+from engine.errors import (ChatError, DamagedModelError, EngineStartError, GpuDriverError, ModelFolderMissingError,
                            ModelNotFoundError, NoGpuError, OutOfMemoryError, UnsupportedGpuError)
 from engine.settings import Settings
 
@@ -76,7 +76,7 @@ def check_model(model: str, cache_dir: Path | None = None, source: str = "huggin
     folder = Path(model).expanduser()
     looks_local = model.startswith((".", "/", "~")) or os.sep + os.sep in model or model.count("/") > 1
     if looks_local and not folder.is_dir():
-        raise ModelNotFoundError(model, "there is no such folder")
+        raise ModelFolderMissingError(model)
     if not folder.is_dir():
         return True if source == "modelscope" else _needs_download(model, cache_dir)
     model_files.check_tokenizer(model, folder)

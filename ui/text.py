@@ -97,7 +97,8 @@ def status_text(status: Status) -> str:
     state = say_known(f"state.{status.state}", status.state)
     purpose = say_known(f"preset.{status.preset}", status.purpose)
     context = say("status.context_value", tokens=status.max_model_len or "–")
-    rows = [("state", f"{state}{asleep_text(status.asleep_since)}"), ("device", status.device),
+    why = f" — {status.problem}".replace("|", "\\|") if status.problem else ""  # a failed start says why, in place
+    rows = [("state", f"{state}{asleep_text(status.asleep_since)}{why}"), ("device", status.device),
             ("preset", f"{status.preset} — {purpose}"), ("context", context),
             ("memory", f"{gib(status.memory_used_gib)} / {gib(status.needs_gib)}"), ("kv", kv),
             ("requests", f"{status.requests_running} / {status.requests_waiting}"),
