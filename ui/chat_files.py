@@ -22,12 +22,9 @@ from engine.settings import CHAT_SAMPLING
 from history import exchange
 from history.writes import transient
 from ui import chat_state, sidebar
+from ui.words import say
 
-NO_HISTORY = ("Importing needs the chat history, which is off on this server (CHAT_HISTORY=false): turn it on and "
-              "restart, then import again.")
 MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|<>~-])")  # what would make Markdown (links, images, emphasis, code, HTML)
-ATTACH_ONE = ("Attach one chat's JSON file to the Import command (the app's Export, or a list of OpenAI messages), "
-              "and send it again.")
 
 
 async def on_command(engine, layer, message: cl.Message) -> None:
@@ -55,8 +52,7 @@ async def _name(layer) -> str | None:
 async def export(engine, layer) -> None:
     chat = await chat_state.current(engine)
     if not chat.turns:
-        await cl.ErrorMessage(content="This chat has no answered messages to export yet: ask something first, then "
-                                      "export it.", author="system").send()
+        await cl.ErrorMessage(content=say("export.nothing"), author="system").send()
         return
     prefs, title = chat.prefs, await _name(layer) or _title(chat.turns)
     sampling = prefs.sampling.model_dump(include={*CHAT_SAMPLING, "seed"})
@@ -66,29 +62,27 @@ async def export(engine, layer) -> None:
                      display="inline"),
              cl.File(name=f"{stem}.json", content=exchange.as_json(*args).encode(), mime="application/json",
                      display="inline")]
-    notice = cl.Message(content=f"⬇️ This chat ({len(chat.turns)} messages) as Markdown to read and as JSON in the "
-                                "OpenAI messages format (the Import command takes it back).", author="system",
+    notice = cl.Message(content=say("export.done", count=len(chat.turns)), author="system",
                         elements=files)
     transient(notice, layer)  # the files are made again at any time; the history keeps the turns
     await notice.send()
 
 
 async def _refuse(why: str) -> None:
-    await cl.ErrorMessage(content=f"Nothing was imported: {why}", author="system").send()
+    await cl.ErrorMessage(content=say("import.refused", why=why), author="system").send()
 
 
 async def import_chat(engine, layer, message: cl.Message) -> None:
     if layer is None:
-        return await cl.ErrorMessage(content=NO_HISTORY, author="system").send()
+        return await cl.ErrorMessage(content=say("import.no_history"), author="system").send()
     files = [element for element in message.elements or [] if getattr(element, "path", None)]
     if len(files) != 1:
-        return await _refuse(ATTACH_ONE)
+        return await _refuse(say("import.attach_one"))
     file, most = files[0], config.features.spontaneous_file_upload.max_size_mb * 1024 * 1024
     if not file.name.lower().endswith((".json", ".jsonl")) and "json" not in (file.mime or ""):
-        return await _refuse(f"{file.name} is not a JSON file. {ATTACH_ONE}")
+        return await _refuse(say("import.not_json", name=file.name, attach=say("import.attach_one")))
     if os.path.getsize(file.path) > most:
-        return await _refuse(f"{file.name} is larger than {most // 1024 // 1024} MB: keep the chat's latest "
-                             "messages in it, and import it again.")
+        return await _refuse(say("import.too_large", name=file.name, mb=most // 1024 // 1024))
     data = await asyncio.to_thread(_read, file.path)
     try:  # off the event loop: a large file takes a while to read, and every chat's stream runs on the loop
         imported = await asyncio.to_thread(exchange.parse, data, engine.max_model_len or exchange.MODEL_CONTEXT)
@@ -96,9 +90,8 @@ async def import_chat(engine, layer, message: cl.Message) -> None:
         return await _refuse(f"{file.name}: {why}.")
     left_out = _checked_settings(engine, imported)
     thread_id = await _store(layer, imported)
-    await cl.Message(content=f"✅ Imported {len(imported.turns)} messages as a new chat, “{_plain(imported.title)}”: "
-                             f"[open it](/thread/{thread_id}), or find it in the history's list. It goes on from "
-                             "its last message." + left_out, author="system").send()
+    await cl.Message(content=say("import.done", count=len(imported.turns), title=_plain(imported.title),
+                                 thread=thread_id) + left_out, author="system").send()
 
 
 def _checked_settings(engine, imported: exchange.Imported) -> str:
@@ -109,8 +102,7 @@ def _checked_settings(engine, imported: exchange.Imported) -> str:
     dropped = [*imported.dropped, *(f"{key.replace('_', ' ')} ({why.rstrip('.')})" for key, why in refused.items())]
     if not dropped:
         return ""
-    return ("\n\nLeft out, the chat uses this app's defaults instead: " + "; ".join(_plain(d) for d in dropped) +
-            ". Change them in the settings sidebar once the chat is open.")
+    return say("import.left_out", dropped="; ".join(_plain(d) for d in dropped))
 
 
 def _plain(text: str) -> str:
