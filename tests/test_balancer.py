@@ -21,6 +21,7 @@ from harness.server import ChainlitServer
 from harness.replies import stats_of, stop_a_long_reply
 from harness.stored import CUT_OFF, SECRET, add_user, step_texts
 from ui.sessions import CUT_OFF_NOTICE
+from ui.words import say
 from harness.vllm_server import VllmServer, running_on
 
 pytestmark = pytest.mark.skipif(nginx_bin() is None or postgres_bin() is None,
@@ -234,4 +235,4 @@ async def test_a_killed_process_s_tab_reconnects_through_the_balancer_and_goes_o
     stored = cluster.stored_replies(chat.thread_id)
     if cut_mid_reply:
         assert stored[1].endswith(CUT_OFF), f"the reply the kill cut says so in the history: {stored[1][-200:]!r}"
-        assert CUT_OFF_NOTICE in back.ever_shown, "the tab is told why the reply it shows stopped"
+        assert say(CUT_OFF_NOTICE) in back.ever_shown, "the tab is told why the reply it shows stopped"

@@ -16,6 +16,7 @@ from harness.server import ChainlitServer
 from harness.replies import ask, stats_of
 from harness.stored import stored_steps
 from ui.sessions import DELETED_NOTICE
+from ui.words import say
 
 
 async def final_of(chat: ChatClient, reply_id: str, timeout: float = 300) -> str:
@@ -65,10 +66,10 @@ async def test_a_chat_deleted_while_its_tab_is_open_stays_deleted_and_its_reply_
                 assert deleted.status_code == 200, deleted.text
                 final = await final_of(chat, reply.id)
                 for _ in range(600):
-                    if DELETED_NOTICE in chat.ever_shown:
+                    if say(DELETED_NOTICE) in chat.ever_shown:
                         break
                     await asyncio.sleep(0.1)
-                assert DELETED_NOTICE in chat.ever_shown, "the tab is told why its reply stopped"
+                assert say(DELETED_NOTICE) in chat.ever_shown, "the tab is told why its reply stopped"
                 await chat.close()  # Chainlit stores the session's metadata on its thread at the close
                 await asyncio.sleep(3)
                 with sqlite3.connect(Path(app_server.env["CHAT_HISTORY_DB"])) as db:

@@ -24,12 +24,11 @@ from chainlit.context import context
 from chainlit_patches import enter, live_sessions, resume, session_of_socket, wrap_socket_handler
 from history import tables
 from tasks import spawn
+from ui.words import say
 
 _REMEMBERED = "ernie_chat_remembered_thread"  # on Chainlit's session object: the thread id already written
 _CONTINUED = "ernie_chat_continued_thread"  # on it too: the stored thread a tab back after a restart goes on in
-CUT_OFF_NOTICE = ("⚠️ The server that was writing this chat's last reply stopped, so that reply ends where it was "
-                  "cut off (the history keeps it so). The chat goes on here: send your next message as usual.")
-DELETED_NOTICE = ("🗑️ This chat was deleted, so its reply was stopped. What you write next starts a new chat.")
+CUT_OFF_NOTICE, DELETED_NOTICE = "session.cut_off", "session.deleted"  # said in each chat's language (ui/words/)
 log = logging.getLogger("chainlit")
 
 
@@ -106,7 +105,7 @@ async def tell_if_cut_off(thread: dict) -> None:
     replies = [step for step in thread.get("steps") or [] if step.get("type") == "assistant_message"
                and "answer" in _metadata(step)]
     if replies and _metadata(replies[-1]).get("cut_off"):
-        await Message(content=CUT_OFF_NOTICE, author="system").send()
+        await Message(content=say(CUT_OFF_NOTICE), author="system").send()
 
 
 def _metadata(step: dict) -> dict:
@@ -144,7 +143,7 @@ def end_deleted(thread_id: str, abort_request, forget_state) -> None:
 
         async def tell(session=session, request_id=request_id):
             enter(session)
-            notice = Message(content=DELETED_NOTICE, author="system")
+            notice = Message(content=say(DELETED_NOTICE), author="system")
             notice.persisted = True  # the chat it belongs to is gone
             await notice.send()
             if request_id:

@@ -1,6 +1,7 @@
 """The chat's own words: the chips, the starters, a reply's notes and cost line, the engine's start and status."""
 
-COMMANDS = ("Status", "Export", "Import", "Library")  # the chips beside the message box, by their English names
+# the chips beside the message box, by their English names
+COMMANDS = ("Status", "Export", "Import", "Library", "Keys", "Usage")
 
 TEXTS = {
     # the chips: their names (shown on them) and what each does (their tooltip)
@@ -82,6 +83,14 @@ TEXTS = {
                       "🔁 另一个对话正在把显存预设切换为“{name}”；切换完成前回复会暂停。"),
     "switch.done": ("✅ The memory preset is now '{name}'.", "✅ 显存预设现在是“{name}”。"),
     "switch.failed": ("The preset switch failed; '{name}' is running.", "预设切换失败；正在运行的是“{name}”。"),
+
+    # a chat whose reply was cut off by a server that stopped, or whose thread was deleted from another tab
+    "session.cut_off": ("⚠️ The server that was writing this chat's last reply stopped, so that reply ends where it "
+                        "was cut off (the history keeps it so). The chat goes on here: send your next message as "
+                        "usual.", "⚠️ 正在生成这个对话最后一条回复的服务器停止了，因此那条回复停在中断处（历史中也这样"
+                        "保存）。对话可以在这里继续：照常发送下一条消息即可。"),
+    "session.deleted": ("🗑️ This chat was deleted, so its reply was stopped. What you write next starts a new chat.",
+                        "🗑️ 这个对话已被删除，因此它的回复已停止。接下来输入的内容会开始一个新对话。"),
 
     # the status table (the Status chip)
     "status.title": ("**Engine status**", "**引擎状态**"),
