@@ -35,9 +35,9 @@ def test_each_text_has_both_languages_with_the_same_placeholders(key):
 
 
 def test_the_tables_of_each_area_never_share_a_key():
-    from ui.words import errors, library, settings
+    from ui.words import errors, library, settings, team
 
-    tables = [chat.TEXTS, settings.TEXTS, library.TEXTS, errors.TEXTS]
+    tables = [chat.TEXTS, settings.TEXTS, library.TEXTS, errors.TEXTS, team.TEXTS]
     assert sum(len(t) for t in tables) == len(words.TEXTS)
 
 

@@ -9,9 +9,9 @@ named fields, the same in both languages (tests/test_words.py checks that).
 
 import chainlit as cl
 
-from ui.words import chat, errors, library, settings
+from ui.words import chat, errors, library, settings, team
 
-TEXTS: dict[str, tuple[str, str]] = {**chat.TEXTS, **settings.TEXTS, **library.TEXTS, **errors.TEXTS}
+TEXTS: dict[str, tuple[str, str]] = {**chat.TEXTS, **settings.TEXTS, **library.TEXTS, **errors.TEXTS, **team.TEXTS}
 ENGLISH, CHINESE = "en", "zh"
 
 
