@@ -15,8 +15,8 @@ restore_engine_modules()  # a `-w` reload must reuse the running engine's classe
 import wiring  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
-from ui import (attachments, chat_files, chat_state, chat_tools, library, sessions, settings_first,  # noqa: E402
-                sidebar, start_note, text)
+from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, sessions,  # noqa: E402
+                settings_first, sidebar, start_note, text, usage)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
@@ -56,6 +56,12 @@ async def on_message(message: cl.Message):
         return
     if message.command == chat_state.LIBRARY_COMMAND or message.content.strip().startswith("/library"):
         await library.on_command(chat_history, message)
+        return
+    if message.command == chat_state.KEYS_COMMAND or message.content.strip().startswith("/keys"):
+        await keys.on_command(engine, chat_history, message)
+        return
+    if message.command == chat_state.USAGE_COMMAND or message.content.strip() == "/usage":
+        await usage.on_command(engine, chat_history)
         return
     if not message.content.strip() and not message.elements:
         await cl.Message(content=say("message.empty"), author="system").send()

@@ -8,8 +8,10 @@ finds it already there.
 """
 
 import chainlit_patches
+from engine import admission
 from engine.engine import shared_engine
 from history import layer as history_layer
+from history import usage
 from ui import attachments, chat_state, reconnect, sessions, settings_first
 from web import guard, signin
 from web.api_route import GUARDED_PATHS, open_api, open_library
@@ -37,6 +39,7 @@ def install():
     layer = history_layer.install(engine.settings)  # None: off
     if layer is not None:
         layer.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
+        admission.usage_sink = usage.UsageBook(layer).count  # each released request's tokens, to its user
     loopback = is_loopback(chosen_port()[0])
     open_library(engine, layer, loopback)  # the API's `library` field
     signin.install(loopback, layer, engine.settings.history_db.parent)

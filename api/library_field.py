@@ -3,11 +3,12 @@
 `"library": true` answers the request's last user message from the whole library, `"library": ["name", ...]` from
 the documents whose names start so; the OpenAI clients send it as `extra_body`. The best passages that fit go
 before the last user message's words, numbered with their documents, as a chat's do (ui/library.py), and the field
-is taken out before vLLM reads the request. Whose library: the API has one key for the whole server and no
-users, so it reads the library of the user who chats on this machine without signing in (web/signin.LOCAL_USER),
-and only while the server listens on loopback and the request comes from this machine itself (web/guard.py's
-rule: a request through a proxy is never the local user); otherwise the field is refused with a 400 saying so,
-rather than guessing a user. The passages used are named in the response's `X-Library-Sources` header.
+is taken out before vLLM reads the request. Whose library: the user whose own key sends the request
+(api/callers.py), anywhere; without a user's key, the library of the user who chats on this machine without
+signing in (web/signin.LOCAL_USER), only while the server listens on loopback and the request comes from this
+machine itself (web/guard.py's rule: a request through a proxy is never the local user); otherwise (the
+operator's CHAT_API_KEY names no user) the field is refused with a 400 saying so, rather than guessing a user.
+The passages used are named in the response's `X-Library-Sources` header.
 
 The field comes from outside, so the work it causes is bounded on the event loop: at most `MAX_NAMES` names of at
 most `MAX_NAME_CHARS` characters each (a library holds at most history.library.MAX_DOCUMENTS documents), the
@@ -41,9 +42,9 @@ async def apply(request: dict, layer, user: str | None) -> str | None:
     if layer is None:
         raise FieldRefused("The library is kept in the chat history, which is off on this server (CHAT_HISTORY=false).")
     if user is None:
-        raise FieldRefused("The API reads the library of this machine's own user, and only for requests sent from "
-                           "this machine to a server that listens on 127.0.0.1 (not through a proxy): its one key "
-                           "names no user. Ask in the chat instead.")
+        raise FieldRefused("'library' reads the library of the user whose own key sends the request (the chat's "
+                           "Keys command makes one), or of this machine's own user for requests sent from this "
+                           "machine to a server on 127.0.0.1; this request's key names no user. Send your own key.")
     messages = request.get("messages")
     asked = next((m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), None) \
         if isinstance(messages, list) else None

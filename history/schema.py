@@ -2,7 +2,8 @@
 
 Chainlit's SQLAlchemy data layer expects its tables to exist; this module makes them, for both databases from
 one column list, beside the app's own tables (sign-in hashes, the thread each session writes to, attachments'
-text), before the server starts. SQLAlchemy's engine objects are called `database` here: "engine" is the model's.
+text, API keys' hashes, usage), before the server starts. SQLAlchemy's engine objects are called `database` here:
+"engine" is the model's.
 """
 
 import asyncio
@@ -44,7 +45,15 @@ ATTACHMENTS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_attachments ("for_id" TEXT
                      '"position" INTEGER NOT NULL, "thread_id" TEXT NOT NULL, "name" TEXT NOT NULL, '
                      '"text" TEXT NOT NULL, PRIMARY KEY ("for_id", "position"))')
 ATTACHMENTS_INDEX = 'CREATE INDEX IF NOT EXISTS chat_attachments_thread ON chat_attachments ("thread_id")'
-APP_TABLES = [LOGINS_TABLE, SESSIONS_TABLE, ATTACHMENTS_TABLE, ATTACHMENTS_INDEX]
+# Users' API keys, only their SHA-256 (history/keys.py), and tokens used per user, day and source (history/usage.py).
+KEYS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_api_keys ("id" TEXT PRIMARY KEY, "user_identifier" TEXT NOT NULL, '
+              '"name" TEXT NOT NULL, "hash" TEXT NOT NULL UNIQUE, "created_at" TEXT NOT NULL, "last_used_at" TEXT)')
+KEYS_INDEX = 'CREATE INDEX IF NOT EXISTS chat_api_keys_user ON chat_api_keys ("user_identifier")'
+USAGE_TABLE = ('CREATE TABLE IF NOT EXISTS chat_usage ("user_identifier" TEXT NOT NULL, "day" TEXT NOT NULL, '
+               '"source" TEXT NOT NULL, "requests" BIGINT NOT NULL, "prompt_tokens" BIGINT NOT NULL, '
+               '"cached_tokens" BIGINT NOT NULL, "reply_tokens" BIGINT NOT NULL, '
+               'PRIMARY KEY ("user_identifier", "day", "source"))')
+APP_TABLES = [LOGINS_TABLE, SESSIONS_TABLE, ATTACHMENTS_TABLE, ATTACHMENTS_INDEX, KEYS_TABLE, KEYS_INDEX, USAGE_TABLE]
 # Each user's library (history/library.py): documents, their passages, and the passages' full-text index: FTS5 on
 # SQLite, a tsvector column with a GIN index on PostgreSQL, both over the words history/passages.py makes.
 LIBRARY_TABLES = [

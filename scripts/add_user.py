@@ -1,11 +1,12 @@
-"""Add a user who may sign in when the app listens beyond loopback, or change their password.
+"""Add a user who may sign in when the app listens beyond loopback, change their password, or make them an API key.
 
     .venv/bin/python scripts/add_user.py alice             # asks for the password twice
     echo "$PW" | .venv/bin/python scripts/add_user.py alice --password-stdin
     .venv/bin/python scripts/add_user.py alice --delete
+    .venv/bin/python scripts/add_user.py alice --key laptop-script  # prints a new API key of hers, once
 
 Writes to the history database the app uses (CHAT_HISTORY_DB or CHAT_DATABASE_URL, from .env as the app reads
-it); only a salted scrypt hash of the password is stored.
+it); only a salted scrypt hash of the password is stored, and only a SHA-256 of a key (history/keys.py says why).
 """
 
 import argparse
@@ -20,7 +21,7 @@ from sqlalchemy import text  # noqa: E402
 
 from engine.errors import SettingsError  # noqa: E402
 from engine.settings import load_settings  # noqa: E402
-from history import tables  # noqa: E402
+from history import keys, tables  # noqa: E402
 from history.schema import open_database, prepare, where  # noqa: E402
 from web.signin import hash_password  # noqa: E402
 
@@ -50,6 +51,8 @@ def main() -> None:
     parser.add_argument("name", help="the name the user signs in with")
     parser.add_argument("--password-stdin", action="store_true", help="read the password from the first line of stdin")
     parser.add_argument("--delete", action="store_true", help="remove the user's sign-in (their chats stay)")
+    parser.add_argument("--key", metavar="KEY_NAME", help="make an API key of the user's, named KEY_NAME, and print "
+                                                          "it (shown only this once); the password stays as it is")
     args = parser.parse_args()
     if not args.name.strip() or len(args.name) > 100:
         raise SystemExit("The name must be 1 to 100 characters.")
@@ -61,6 +64,15 @@ def main() -> None:
     if args.delete:
         removed = asyncio.run(write(url, tables.REMOVE_LOGIN, {"name": args.name}))
         print(f"Removed {args.name!r}." if removed else f"There is no user {args.name!r}; nothing was changed.")
+        return
+    if args.key is not None:
+        try:
+            key, statement, values = keys.add_statement(args.name, args.key)
+        except keys.KeyRefused as why:
+            raise SystemExit(f"{why} Nothing was changed.")
+        asyncio.run(write(url, statement, values))
+        print(f"A new API key of {args.name!r}, named {values['name']!r} (copy it now: it is shown only this once; "
+              f"the user revokes it with the chat's Keys command):\n{key}")
         return
     password = read_password(args.password_stdin)
     if len(password) < MIN_PASSWORD:

@@ -23,6 +23,7 @@ STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = "Status"
 EXPORT_COMMAND, IMPORT_COMMAND = "Export", "Import"  # ui/chat_files.py
 LIBRARY_COMMAND = "Library"  # ui/library.py
+KEYS_COMMAND, USAGE_COMMAND = "Keys", "Usage"  # ui/keys.py, ui/usage.py
 
 
 @dataclass
@@ -103,9 +104,11 @@ async def _make(engine, thread: dict | None) -> ChatState:
 
 
 def commands() -> list[dict]:
-    """The chips beside the message box: the status, a chat's export and import, and the user's library, named in
-    the chat's language (Chainlit shows a command's id on its chip; app.py knows them by their English names)."""
-    icons = {STATUS_COMMAND: "gauge", EXPORT_COMMAND: "download", IMPORT_COMMAND: "upload", LIBRARY_COMMAND: "library"}
+    """The chips beside the message box: the status, a chat's export and import, the user's library, API keys and
+    usage, named in the chat's language (Chainlit shows a command's id on its chip; app.py knows them by their
+    English names)."""
+    icons = {STATUS_COMMAND: "gauge", EXPORT_COMMAND: "download", IMPORT_COMMAND: "upload", LIBRARY_COMMAND: "library",
+             KEYS_COMMAND: "key", USAGE_COMMAND: "activity"}
     return [{"id": say(f"command.{name}"), "icon": icon, "description": say(f"command.{name}.tip"), "button": True}
             for name, icon in icons.items()]
 

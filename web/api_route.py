@@ -2,8 +2,9 @@
 
 The API's paths are routed to the gate (api/gate.py) ahead of Chainlit's catch-all page route,
 so API clients, the chat and the browser share one port, one process and one engine; `/metrics` serves
-the engine's Prometheus metrics beside them, behind the same key. Off loopback the app does not start
-without `CHAT_API_KEY`: an open API would let anyone on the network use the GPU.
+the engine's Prometheus metrics beside them, behind the operator's key. Off loopback the API takes only keys:
+users' own keys (kept in the history; api/callers.py) or `CHAT_API_KEY`, so the app does not start there with
+neither: an open API would let anyone on the network use the GPU.
 """
 
 import sys
@@ -17,7 +18,8 @@ from web.listen import chosen_port, is_loopback
 METRICS_PATH = "/metrics"
 GUARDED_PATHS = SERVED_PATHS | {METRICS_PATH}  # what a request through a proxy may use only with the API's key
 
-KEY_HOWTO = ('Set CHAT_API_KEY in .env (make one with: python -c "import secrets; print(secrets.token_urlsafe(32))") '
+KEY_HOWTO = ("Keep the chat history on (users then make their own keys with the chat's Keys command), or set "
+             'CHAT_API_KEY in .env (make one with: python -c "import secrets; print(secrets.token_urlsafe(32))") '
              "and give it to the API's clients, or turn the API off with CHAT_API=false.")
 
 
@@ -64,8 +66,9 @@ def open_api(engine) -> None:
 
 
 def open_library(engine, layer, loopback: bool) -> None:
-    """Let the API's `library` field read the library of this machine's own user, on loopback only and for
-    requests from this machine only (web/guard.from_this_machine; api/library_field.py says why)."""
+    """Let the API check users' keys in the history, and its `library` field read the key's user's library, or
+    the library of this machine's own user for requests without a user's key, on loopback only and from this
+    machine only (web/guard.from_this_machine; api/library_field.py says why)."""
     from web.signin import LOCAL_USER
 
     if engine.serves_api and engine.settings.api:
@@ -73,7 +76,7 @@ def open_library(engine, layer, loopback: bool) -> None:
 
 
 def exit_if_api_unguarded(host: str, settings) -> None:
-    if settings.api and settings.api_key is None and not is_loopback(host):
+    if settings.api and settings.api_key is None and not settings.history and not is_loopback(host):
         print(f"ERNIE Chat cannot start: it listens on {host}, so its OpenAI-compatible API (/v1) would be open "
               f"to the network without a key. {KEY_HOWTO}", file=sys.stderr)
         raise SystemExit(1)

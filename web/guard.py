@@ -146,8 +146,9 @@ class Guard:
             if scope["path"] == HEADER_SIGNIN_PATH:
                 return PROXY_SIGNIN
             if scope["path"].rstrip("/") in self.api_paths and not self.api_keyed:
-                return ("This API request came through a proxy, so it needs a key: set CHAT_API_KEY in .env and "
-                        "send it as 'Authorization: Bearer <key>'.")
+                return ("This API request came through a proxy, so it needs a key, and this server keeps none: "
+                        "set CHAT_API_KEY in .env (or keep the history on for users' own keys) and send it as "
+                        "'Authorization: Bearer <key>'.")
         return None
 
     def _host_allowed(self, name: str) -> bool:
@@ -244,5 +245,6 @@ def install(*, loopback: bool, signin: bool, settings, api_paths) -> None:
     app.user_middleware.insert(0, Middleware(CORSMiddleware, allow_origins=list(origins), allow_credentials=True,
                                              allow_methods=["*"], allow_headers=["*"]))
     app.user_middleware.insert(0, Middleware(Guard, loopback=loopback, signin=signin,
-                                             api_keyed=settings.api_key is not None, api_paths=api_paths,
+                                             api_keyed=settings.api_key is not None or settings.history,
+                                             api_paths=api_paths,
                                              allowed_hosts=settings.allowed_host_list, allowed_origins=origins))

@@ -1,0 +1,86 @@
+"""A user's own API keys in the chat: the Keys chip lists them; `new NAME` beside it makes one, `revoke N` (or the
+name) revokes one. The keys themselves are the history's (history/keys.py): kept as hashes, checked by the API
+(api/callers.py) in every app process.
+
+A new key is shown once, in a message that is never stored (`transient`): the history's tables never hold a key in
+clear, and a reopened chat does not show it again. Everything here acts on the signed-in user's keys only (the local
+user's on loopback): every statement names the user.
+"""
+
+import chainlit as cl
+
+from history import keys
+from history.writes import transient
+from ui.words import say
+
+COMMAND = "Keys"
+NEW, REVOKE = ("new", "新建"), ("revoke", "撤销")
+
+
+def _user() -> str:
+    user = cl.context.session.user
+    return user.identifier if user is not None else "local"
+
+
+def _cell(text: str) -> str:
+    """Text as one cell of a Markdown table: a "|" would end the cell, a backtick open code."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+
+
+def _after(words: str, starts: tuple[str, ...]) -> str | None:
+    """The rest of `words` when they begin with one of `starts` (as a word), else None."""
+    for start in starts:
+        if words.lower() == start or words.lower().startswith(start + " "):
+            return words[len(start):].strip()
+    return None
+
+
+async def on_command(engine, layer, message: cl.Message) -> None:
+    """The Keys chip (or `/keys`): make, revoke, or list the user's keys."""
+    if layer is None:
+        return await cl.ErrorMessage(content=say("keys.no_history"), author="system").send()
+    if not (engine.serves_api and engine.settings.api):
+        return await cl.ErrorMessage(content=say("keys.no_api"), author="system").send()
+    words = message.content.strip()
+    if words.lower().startswith("/keys"):
+        words = words[len("/keys"):].strip()
+    if (name := _after(words, NEW)) is not None:
+        await _make(layer, name)
+    elif (which := _after(words, REVOKE)) is not None:
+        await _revoke(layer, which)
+    else:
+        await _list(layer)
+
+
+async def _make(layer, name: str) -> None:
+    try:
+        key = await keys.make(layer, _user(), name)
+    except keys.KeyRefused as why:
+        return await cl.ErrorMessage(content=say("keys.not_made", why=why), author="system").send()
+    except Exception as error:  # the database's own error: no key was kept, so none is shown
+        return await cl.ErrorMessage(content=say("keys.db_failed", error=type(error).__name__),
+                                     author="system").send()
+    shown = cl.Message(content=say("keys.made", name=_cell(keys.checked_name(name)), key=key), author="system")
+    transient(shown, layer)  # shown once, never stored: the history keeps only the key's hash
+    await shown.send()
+
+
+async def _revoke(layer, which: str) -> None:
+    user = _user()
+    listed = await keys.listed(layer, user)
+    chosen = [k for n, k in enumerate(listed, 1) if which == str(n) or k.name.lower() == which.lower()]
+    if not which or not chosen:
+        return await cl.ErrorMessage(content=say("keys.no_such", which=which), author="system").send()
+    await keys.revoke(layer, user, chosen[0].id)
+    await cl.Message(content=say("keys.revoked", name=_cell(chosen[0].name)), author="system").send()
+
+
+async def _list(layer) -> None:
+    listed = await keys.listed(layer, _user())
+    how = say("keys.how")
+    if not listed:
+        return await cl.Message(content=say("keys.none", how=how), author="system").send()
+    rows = [f"| {n} | {_cell(k.name)} | {k.created_at} | {k.last_used_at or say('keys.never')} |"
+            for n, k in enumerate(listed, 1)]
+    table = "\n".join([say("keys.head"), "|---|---|---|---|", *rows])
+    await cl.Message(content=say("keys.list", count=len(listed), table=table, how=how), author="system").send()

@@ -1,0 +1,55 @@
+"""The Usage chip: the tokens a user used per day (UTC), by chats and by the API, as history/usage.py keeps them.
+
+Each user sees their own; an operator (named in CHAT_ADMINS, and the local user on loopback, who owns the machine)
+sees everyone's, the operator's key's among them. The counts of the last second may not be in yet (they are written
+once a second).
+"""
+
+import chainlit as cl
+
+from history import usage
+from ui.words import say
+
+COMMAND = "Usage"
+DAYS = 7
+LOCAL_USER = "local"
+
+
+def _cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+
+
+def is_operator(settings, user: str) -> bool:
+    return user == LOCAL_USER or user in settings.admin_list
+
+
+def _row(row: usage.Row, with_user: bool) -> str:
+    source = say("usage.api") if row.source == "api" else say("usage.chat")
+    cells = [_cell(row.user)] if with_user else []
+    cells += [row.day, source, f"{row.requests:,}", f"{row.prompt_tokens:,}", f"{row.cached_tokens:,}",
+              f"{row.reply_tokens:,}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def table(rows: list[usage.Row], with_user: bool) -> str:
+    """Rows as a Markdown table, with a total line."""
+    total = usage.Row("", "", "", *(sum(getattr(r, f) for r in rows) for f in usage.FIELDS))
+    total_cells = ([say("usage.total"), "", ""] if with_user else [say("usage.total"), ""]) + \
+        [f"{getattr(total, f):,}" for f in usage.FIELDS]
+    head = say("usage.head_users" if with_user else "usage.head")
+    rule = "|---" * (7 if with_user else 6) + "|"
+    return "\n".join([head, rule, *(_row(r, with_user) for r in rows), "| " + " | ".join(total_cells) + " |"])
+
+
+async def on_command(engine, layer) -> None:
+    if layer is None:
+        return await cl.ErrorMessage(content=say("usage.no_history"), author="system").send()
+    user = cl.context.session.user
+    user = user.identifier if user is not None else LOCAL_USER
+    everyone = is_operator(engine.settings, user)
+    rows = await usage.read(layer, None if everyone else user, DAYS)
+    if not rows:
+        text = say("usage.none", days=DAYS, whose=say("usage.by_anyone") if everyone else "")
+    else:
+        text = say("usage.everyone" if everyone else "usage.yours", days=DAYS, table=table(rows, everyone))
+    await cl.Message(content=text, author="system").send()
