@@ -8,7 +8,8 @@ restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry
 hang, never a 500. A request's sequences are its prompts times its `n`, read with vLLM's own
 request models (so "40" and 40.0 count as 40, as vLLM will run them), against the preset that runs
 or that the first start will pick. It admits the API's sequences through the engine's one admission
-(`engine.admit`, engine/admission.py), as the chats' replies are admitted. A plain ASGI app, so any web
+(`engine.admit`, engine/admission.py), as the chats' replies are admitted, as its user (`api_user`): the user's
+share of the engine and the priority vLLM gives the request are the admission's. A plain ASGI app, so any web
 server can route to it.
 """
 
@@ -22,7 +23,7 @@ from api import library_field
 from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
-from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, request_models
+from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, prioritized, request_models
 from runtime import RUNTIME
 from web.asgi import read_body, replay
 from web.guard import from_this_machine
@@ -111,8 +112,9 @@ class ApiGate:
                                 "InternalServerError")
         if problem:
             return await _error(send, 400, problem, "BadRequestError", cost.field)
-        async with self.engine.admit(API, cost.sequences if cost else 0):
-            await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
+        async with self.engine.admit(api_user(scope, self.library_user), cost.sequences if cost else 0, API) as ticket:
+            with prioritized(ticket.priority):
+                await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
 
     async def _cost(self, path: str, request) -> Cost | None:
         """What the parsed `request` to `path` asks of the engine; None when it generates nothing (/v1/models)."""
@@ -126,6 +128,15 @@ class ApiGate:
         """The sequence slots of the running preset, or of the one the next start will pick (None: it will fail)."""
         preset = self.engine.preset or await asyncio.to_thread(planned_preset, self.engine)
         return preset.max_num_seqs if preset else None
+
+
+def api_user(scope, local_user: str | None) -> str:
+    """Whose request this is, for the admission: the user the request's key names (`scope["state"]["user"]`, where
+    the key check puts it), else the local user on this machine, else API (the operator's key: one user)."""
+    user = (scope.get("state") or {}).get("user")
+    if user:
+        return user
+    return local_user if local_user and from_this_machine(scope) else API
 
 
 def parsed(body: bytes):

@@ -55,10 +55,11 @@ class Backend(Protocol):
     @property
     def max_model_len(self) -> int | None: ...
 
-    def admit(self, who: str, sequences: int = 1) -> AbstractAsyncContextManager[None]:
-        """`async with engine.admit(who, n)`: the one way a chat's reply (`who` CHAT, n 1) or an API request (API,
-        its prompts times its n) holds the engine's sequences while it runs: what `saturated()`, the idle timer
-        and the status count (engine/admission.py)."""
+    def admit(self, who: str, sequences: int = 1, kind: str = "chat") -> AbstractAsyncContextManager:
+        """`async with engine.admit(who, n, kind) as ticket`: the one way a chat's reply (kind CHAT, n 1) or an API
+        request (API, its prompts times its n) of user `who` holds the engine's sequences while it runs, after
+        waiting for the user's share: what `saturated()`, the idle timer and the status count, and the priority
+        (`ticket.priority`) the request gets from the engine (engine/admission.py)."""
 
     async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
         """Start (or connect) unless running; concurrent callers share one attempt. Raises a ChatError.
@@ -68,9 +69,11 @@ class Backend(Protocol):
         not, since it may have come up meanwhile."""
 
     def stream(self, messages: list[dict], sampling: Sampling | None = None, system_prompt: str | None = None,
-               request_id: str | None = None, continue_reply: bool = False) -> AsyncIterator[str | Stats]:
+               request_id: str | None = None, continue_reply: bool = False,
+               user: str | None = None) -> AsyncIterator[str | Stats]:
         """The reply's text deltas, then one `Stats`; closing the stream aborts the request. `continue_reply`: the
-        messages end with a partial reply, which the model goes on writing (engine.chat's continuation)."""
+        messages end with a partial reply, which the model goes on writing (engine.chat's continuation). `user`:
+        whose chat it is, admitted as theirs (None: the local user)."""
 
     async def abort(self, request_id: str) -> None:
         """Stop one request; its stream ends with finish reason 'abort'."""

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from engine import build, download, hardware, leftovers, machine_cache, model_files, presets
 from engine.chat import build_prompt
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
-from engine.admission import API, CHAT, Admission
+from engine.admission import API, CHAT, LOCAL, Admission
 from engine.idle import IdleTimer
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
@@ -74,7 +74,9 @@ class ChatEngine:
         self._active: set[str] = set()  # the chats' request ids, to abort them
         self.asleep_since: float | None = None  # when it fell asleep (wall clock), while nobody chats
         self._idle = IdleTimer(settings.idle_minutes, self._busy, self.fall_asleep)
-        self._admission = Admission(on_change=self._idle.touch)  # the chats' and the API's sequences
+        self._admission = Admission(  # the chats' and the API's sequences, by user
+            on_change=self._idle.touch, prioritized=settings.fair_share,
+            share=lambda: settings.share(self.preset.max_num_seqs if self.preset else None))
         self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
 
     # ---- the state machine -----------------------------------------------------
@@ -107,10 +109,16 @@ class ChatEngine:
         """What runs now (awake or asleep), or None."""
         return self._host
 
-    def admit(self, who: str, sequences: int = 1):
-        """`async with engine.admit(who, n)`: hold n sequences of the engine for a chat or the API while a request
-        runs (engine/admission.py); each entry and exit is activity for the idle timer."""
-        return self._admission.admit(who, sequences)
+    def admit(self, who: str, sequences: int = 1, kind: str = CHAT):
+        """`async with engine.admit(who, n, kind) as ticket`: hold n sequences of the engine for user `who`'s chat
+        or API request while it runs, after waiting for the user's share (engine/admission.py); each entry and
+        exit is activity for the idle timer. `ticket.priority` is what to give vLLM."""
+        return self._admission.admit(who, sequences, kind)
+
+    @property
+    def admission(self):
+        """The admission, read-only for the status panel and tests: who holds and who waits."""
+        return self._admission
 
     @property
     def api_sequences(self) -> int:
@@ -208,6 +216,8 @@ class ChatEngine:
             plan.dtype, self.settings.gpus, self.settings.parallel,
         )
         kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
+        if self.settings.fair_share:  # a chat goes ahead of a batch (engine/admission.py)
+            kwargs["scheduling_policy"] = "priority"
         kwargs.update(model_files.engine_overrides(folder))  # the repo's first layout (engine/model_files.py)
         if self.device.kind == "cuda" and self.settings.idle_minutes > 0:
             kwargs["enable_sleep_mode"] = True  # the idle engine gives the card back (engine/idle.py)
@@ -400,17 +410,18 @@ class ChatEngine:
     # ---- requests --------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
                      system_prompt: str | None = None, request_id: str | None = None,
-                     continue_reply: bool = False) -> AsyncIterator[str | Stats]:
+                     continue_reply: bool = False, user: str | None = None) -> AsyncIterator[str | Stats]:
         """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request.
-        `continue_reply`: the messages end with a partial reply, which the model goes on writing."""
+        `continue_reply`: the messages end with a partial reply, which the model goes on writing. `user`: whose
+        chat it is (its share of the engine); None is the local user."""
         await self.ensure_started()
         system = self.settings.system_prompt if system_prompt is None else system_prompt
         async for item in self._generate(messages, sampling or self.settings.sampling(), system,
-                                         request_id or uuid.uuid4().hex, continue_reply):
+                                         request_id or uuid.uuid4().hex, continue_reply, user or LOCAL):
             yield item
 
     async def _generate(self, messages, sampling: Sampling, system: str, request_id: str,
-                        continue_reply: bool = False):
+                        continue_reply: bool = False, who: str = LOCAL):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -422,7 +433,8 @@ class ChatEngine:
         llm = host.llm
         generated = cached = 0
         finish = None
-        async with self.admit(CHAT):  # from the first moment: `saturated()` must count it while its prompt is built
+        # from the first moment: `saturated()` must count it while its prompt is built
+        async with self.admit(who, 1, CHAT) as used:
             self._active.add(request_id)
             try:
                 prompt = await asyncio.get_running_loop().run_in_executor(
@@ -435,7 +447,8 @@ class ChatEngine:
                     output_kind=RequestOutputKind.DELTA,
                 ), llm)
                 clock = ReplyClock()
-                async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id):
+                async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id,
+                                              priority=used.priority):  # a chat before a batch (admission.py)
                     completion = out.outputs[0]
                     generated += len(completion.token_ids)
                     clock.arrived(tokens=bool(completion.token_ids))

@@ -3,14 +3,22 @@ vLLM's models of the requests it takes.
 
 The protocol is vLLM's: request validation, the chat template, streaming, `usage`, error JSON. This
 module only gives it its arguments and the engine's `AsyncLLM`, and makes its replies stop where the
-chat's do and sample as the chat's do (the top p hand-over). `ChatEngine.openai_app` builds one per engine
-instance (a preset switch builds a new engine, so a new app); api/gate.py is the door in front of it.
+chat's do and sample as the chat's do (the top p hand-over), and give each request the priority its admission
+chose (`prioritized`; a client's own `priority` field is replaced, so no client can jump the line).
+`ChatEngine.openai_app` builds one per engine instance (a preset switch builds a new engine, so a new app);
+api/gate.py is the door in front of it.
 """
+
+import contextlib
+from contextvars import ContextVar
 
 from engine import build, top_p
 
 CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
 SERVED_PATHS = frozenset({"/v1/models", CHAT_PATH, COMPLETIONS_PATH})
+# The admitted request's priority, set by the gate around vLLM's app: the app's handlers run in the gate's task (or
+# tasks it starts, which copy the context), so `generate` reads it there.
+_PRIORITY: ContextVar[int | None] = ContextVar("admitted_priority", default=None)
 
 
 def _arg_parser():
@@ -40,8 +48,35 @@ async def build_openai_app(llm, model: str, stop_ids: list[int]):
                     getattr(app.state, "openai_serving_completion", None)):
         if serving is not None:
             serving.default_sampling_params["stop_token_ids"] = list(stop_ids)
-            serving.engine_client = top_p.hand_over_client(llm)  # top p by the engine's processor (engine/top_p.py)
+            # top p by the engine's processor (engine/top_p.py), the priority by the admission
+            serving.engine_client = _Prioritized(top_p.hand_over_client(llm))
     return app
+
+
+@contextlib.contextmanager
+def prioritized(priority: int):
+    """Requests that vLLM's app sends to the engine inside this block run at `priority`."""
+    token = _PRIORITY.set(priority)
+    try:
+        yield
+    finally:
+        _PRIORITY.reset(token)
+
+
+class _Prioritized:
+    """vLLM's engine client as its OpenAI serving uses it, each request at the priority its admission chose."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def generate(self, prompt, sampling_params, *args, **kwargs):
+        priority = _PRIORITY.get()
+        if priority is not None:
+            kwargs["priority"] = priority
+        return self._client.generate(prompt, sampling_params, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
 
 
 def request_models() -> dict:

@@ -6,6 +6,12 @@ from its OpenAI API; closing a stream aborts the request there; the model and it
 from `/v1/models`; the status panel reads its Prometheus `/metrics`; history is trimmed to the
 context with its `/tokenize`. While the server is unreachable every message gets a clear error at
 once, and a background check notices when it is back.
+
+Shares and priority (engine/admission.py), as far as the server allows: this app's chats are admitted by user,
+with a share only where CHAT_USER_SHARE sets one (the server's slots are not known here), and each chat asks for
+the chat's priority in its body, which the server honours when started with `--scheduling-policy priority`
+(vLLM ignores it otherwise, and an older one that refuses it gets the request again without). The server
+answers the API itself, so requests sent to it directly are neither counted nor given a share here.
 """
 
 import asyncio
@@ -17,7 +23,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from engine.admission import API, CHAT, Admission
+from engine.admission import API, CHAT, LOCAL, Admission
 from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
@@ -47,7 +53,9 @@ class RemoteEngine:
         self.model: str | None = None
         self.max_model_len: int | None = None
         self.starting, self.failure = False, None
-        self._admission = Admission()  # the chats' sequences (the server answers the API itself)
+        self._admission = Admission(  # the chats' sequences by user (the server answers the API itself)
+            share=lambda: settings.share(None), prioritized=settings.fair_share)
+        self._priority_refused = False  # the server refused a request's priority: sent without it since
         self._up = False
         self._gauges: dict[str, float] = {}
         self._active: dict[str, object] = {}  # request id -> its open stream
@@ -60,9 +68,14 @@ class RemoteEngine:
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client: httpx.AsyncClient | None = None
 
-    def admit(self, who: str, sequences: int = 1):
-        """`async with engine.admit(who, n)`: hold n sequences while a request runs (engine/admission.py)."""
-        return self._admission.admit(who, sequences)
+    def admit(self, who: str, sequences: int = 1, kind: str = CHAT):
+        """`async with engine.admit(who, n, kind) as ticket`: hold n sequences of user `who` while a request runs,
+        after waiting for their share (engine/admission.py)."""
+        return self._admission.admit(who, sequences, kind)
+
+    @property
+    def admission(self):
+        return self._admission
 
     @property
     def api_sequences(self) -> int:
@@ -129,14 +142,15 @@ class RemoteEngine:
     # ---- requests -----------------------------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
                      system_prompt: str | None = None, request_id: str | None = None,
-                     continue_reply: bool = False) -> AsyncIterator[str | Stats]:
+                     continue_reply: bool = False, user: str | None = None) -> AsyncIterator[str | Stats]:
         """Yield the reply's text deltas, then one `Stats`. Closing the stream aborts the request on the server.
-        `continue_reply`: the messages end with a partial reply, which the server's template continues."""
+        `continue_reply`: the messages end with a partial reply, which the server's template continues. `user`:
+        whose chat it is; None is the local user."""
         await self.ensure_started()
         sampling = sampling or self.settings.sampling()
         system = self.settings.system_prompt if system_prompt is None else system_prompt
         request_id = request_id or uuid.uuid4().hex
-        async with self.admit(CHAT):
+        async with self.admit(user or LOCAL, 1, CHAT) as used:
             self._active[request_id] = None
             try:
                 turns = plain(messages)  # attachments written into their messages
@@ -146,41 +160,60 @@ class RemoteEngine:
                     prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system, continue_reply), messages,
                                                      self.max_model_len, sampling.max_tokens, continue_reply)
                 turns = _with_system(system, list(prompt.messages))
-                async for item in self._generate(turns, sampling, prompt, request_id, continue_reply):
+                async for item in self._generate(turns, sampling, prompt, request_id, continue_reply, used.priority):
                     yield item
             finally:
                 self._active.pop(request_id, None)
                 self._aborted.discard(request_id)
 
-    async def _generate(self, turns, sampling: Sampling, prompt: Prompt, request_id: str, continue_reply: bool = False):
+    async def _generate(self, turns, sampling: Sampling, prompt: Prompt, request_id: str, continue_reply: bool = False,
+                        priority: int = 0):
         """One streamed chat completion, its server-sent events read as plain JSON (per token, a typed client's
         objects would cost more than the rest of the chat path: docs/scaling.md)."""
         body = {"model": self.model, "messages": turns, "max_tokens": prompt.max_tokens, "stream": True,
                 "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": sampling.seed,
                 "ignore_eos": sampling.ignore_eos, "stream_options": {"include_usage": True},
                 **(CONTINUE if continue_reply else {})}
+        if priority and not self._priority_refused:
+            body["priority"] = priority
         clock, reply = ReplyClock(), _Reply()
         try:
             async with self._http().stream("POST", f"{self.url}/chat/completions", json=body) as response:
                 if response.status_code != 200:
                     detail = (await response.aread()).decode(errors="replace")[:300]
-                    raise RemoteEngineError(self.url, f"HTTP {response.status_code}: {detail}")
-                self._active[request_id] = response
-                async for line in response.aiter_lines():
-                    text = reply.read(line, clock)
-                    if text:
-                        yield text
+                    if not self._refuses_priority(body, response.status_code, detail):
+                        raise RemoteEngineError(self.url, f"HTTP {response.status_code}: {detail}")
+                else:
+                    self._active[request_id] = response
+                    async for line in response.aiter_lines():
+                        text = reply.read(line, clock)
+                        if text:
+                            yield text
         except (httpx.HTTPError, httpx.StreamError, ValueError) as error:  # leaving `async with` closed the stream
             if request_id not in self._aborted:
                 log.warning("a reply from the vLLM server at %s failed: %s", self.url, _describe(error))
                 if isinstance(error, httpx.TransportError):
                     self._up = False
                 raise RemoteEngineError(self.url, _describe(error)) from error
+        if response.status_code != 200:  # refused for its priority alone: once more without
+            async for item in self._generate(turns, sampling, prompt, request_id, continue_reply):
+                yield item
+            return
         usage = reply.usage or {}
         yield clock.stats(prompt, sampling.max_tokens, usage.get("completion_tokens", reply.pieces),
                           (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
                           "abort" if request_id in self._aborted else reply.finish, self.max_model_len or 0,
                           usage.get("prompt_tokens"))
+
+    def _refuses_priority(self, body: dict, status: int, detail: str) -> bool:
+        """Whether the server refused the request for its `priority` (a vLLM that refuses one without priority
+        scheduling); from then on chats are sent without."""
+        if status != 400 or "priority" not in body or "priority" not in detail.lower():
+            return False
+        self._priority_refused = True
+        log.warning("the vLLM server at %s refuses priorities (%s): chats are sent without them; start it with "
+                    "--scheduling-policy priority for chats to go first", self.url, detail)
+        return True
 
     def _http(self) -> httpx.AsyncClient:
         """One connection pool for every reply (made in the event loop); no read timeout: a queued reply waits.

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from engine.admission import default_share
 from engine.errors import SettingsError
 from engine.presets import BUILT_IN, Preset
 
@@ -85,6 +86,10 @@ class Settings(BaseSettings):
     api_key: SecretStr | None = Field(
         None, min_length=8, description="The key API clients must send (Authorization: Bearer); required when the "
                                         "server listens on any address other than loopback.")
+    user_share: int | None = Field(
+        None, ge=0, le=1024, description="The most sequences one user (a chat's user or an API key's) runs at once, "
+        "chats and API together; more wait for their own earlier requests to end. Unset: three quarters of the "
+        "preset's slots. 0 turns shares and chat-first priority off (first come, first served).")
     api_wait_s: float = Field(120.0, ge=0.0, le=600.0, description="How long an API request waits for a starting or "
                                                                  "switching engine before a 503 with Retry-After.")
     history: bool = Field(True, description="Keep chats in a database and list them in the sidebar; false keeps them "
@@ -101,6 +106,9 @@ class Settings(BaseSettings):
     allowed_origins: str = Field(
         "", pattern=r"^[\w.\-*/:, \[\]]*$", description="Web pages of other origins that may call the server "
         "from a browser, comma-separated (e.g. http://localhost:3000 for a web app of your own that uses the API).")
+    admins: str = Field(
+        "", max_length=2000, description="The operators: user names, comma-separated, who see every user's usage "
+        "(the chat's Usage command); everyone else sees their own. On loopback the local user is 'local'.")
 
     @property
     def data_folder(self) -> Path:
@@ -114,6 +122,24 @@ class Settings(BaseSettings):
     @property
     def allowed_origin_list(self) -> list[str]:
         return _split(self.allowed_origins)
+
+    @property
+    def admin_list(self) -> list[str]:
+        return _split(self.admins)
+
+    @property
+    def fair_share(self) -> bool:
+        """Whether users have shares and chats go first (CHAT_USER_SHARE is not 0)."""
+        return self.user_share != 0
+
+    def share(self, max_num_seqs: int | None) -> int | None:
+        """The user share for an engine of `max_num_seqs` slots (None: not known, as for a remote server, where only
+        a share set in CHAT_USER_SHARE applies); None when there is none."""
+        if self.user_share == 0:
+            return None
+        if self.user_share is not None:
+            return self.user_share
+        return None if max_num_seqs is None else default_share(max_num_seqs)
 
     def sampling(self) -> Sampling:
         return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)

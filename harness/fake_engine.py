@@ -5,7 +5,7 @@ then Stats; it can be told to block, to fail before or during a reply, or to ref
 
 import asyncio
 
-from engine.admission import API, CHAT, Admission
+from engine.admission import API, CHAT, LOCAL, Admission
 from engine.errors import ChatError
 from engine.reports import Stats, Status
 
@@ -44,8 +44,8 @@ class FakeEngine:
     def api_sequences(self) -> int:
         return self._admission.held(API)
 
-    def admit(self, who: str, sequences: int = 1):
-        return self._admission.admit(who, sequences)
+    def admit(self, who: str, sequences: int = 1, kind: str = CHAT):
+        return self._admission.admit(who, sequences, kind)
 
     async def ensure_started(self, progress=None, retry: bool = False) -> None:
         if self.ready:
@@ -62,12 +62,13 @@ class FakeEngine:
         return Status(self.state, "cpu", "No GPU", "CPU (2 cores)", 4096, None, 1.5, 0.01, 0, 0,
                       chat_requests=self._admission.held(CHAT), api_sequences=self.api_sequences)
 
-    async def stream(self, messages, sampling=None, system_prompt=None, request_id=None, continue_reply=False):
+    async def stream(self, messages, sampling=None, system_prompt=None, request_id=None, continue_reply=False,
+                     user=None):
         await self.ensure_started()
         self.seen.append(messages)
         if self.error:
             raise self.error
-        async with self.admit(CHAT):
+        async with self.admit(user or LOCAL, 1, CHAT):
             self._active.add(request_id)
             try:
                 written = 0

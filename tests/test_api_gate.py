@@ -6,7 +6,7 @@ import json
 import httpx
 import pytest
 
-from engine.admission import API, CHAT
+from engine.admission import API
 from engine import presets
 from api.gate import COMPLETIONS_PATH, ApiGate, Cost, planned_preset, request_cost
 from engine.openai_app import request_models
@@ -118,9 +118,9 @@ async def test_too_many_sequences_are_refused_before_the_engine_starts(tmp_path)
 async def test_saturated_counts_the_apis_sequences(tmp_path):
     engine = ChatEngine(load_settings(model=str(tmp_path), preset="custom", custom_preset=TEST_PRESET))
     engine.preset = planned_preset(engine)
-    async with engine.admit(API, TEST_PRESET["max_num_seqs"] - 1):
+    async with engine.admit("ann", TEST_PRESET["max_num_seqs"] - 1, API):
         assert not engine.saturated() and engine.status().api_sequences == TEST_PRESET["max_num_seqs"] - 1
-        async with engine.admit(CHAT):  # one chat more takes the last slot: an API request's n counts as chats do
+        async with engine.admit("bob"):  # one chat more takes the last slot: an API request's n counts as chats do
             assert engine.saturated() and engine.status().chat_requests == 1
         assert not engine.saturated()
     assert engine.api_sequences == 0

@@ -52,15 +52,18 @@ def test_each_method_takes_the_contract_s_parameters(backend, method):
 async def test_chats_and_the_api_enter_through_one_admission_released_however_a_request_ends(backend):
     from engine.admission import API, CHAT
 
-    async with backend.admit(API, 3):
-        async with backend.admit(CHAT):
+    async with backend.admit("ann", 3, API):
+        async with backend.admit("bob", 1, CHAT):
             status = backend.status()
             assert (status.api_sequences, status.chat_requests) == (3, 1)
     with pytest.raises(RuntimeError):
-        async with backend.admit(API, 2):
+        async with backend.admit("ann", 2, API):
             raise RuntimeError("the client went away")
     status = backend.status()
     assert (status.api_sequences, status.chat_requests) == (0, 0), "released"
     with pytest.raises(ValueError):
-        async with backend.admit("somebody", 1):
+        async with backend.admit("", 1, API):  # every request is somebody's
+            pass
+    with pytest.raises(ValueError):
+        async with backend.admit("ann", 1, "batch"):
             pass

@@ -161,6 +161,12 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
                  found=found, shown_before=shown_before, earlier=earlier, replaces=replaces)
 
 
+def _user() -> str | None:
+    """Whose chat this is, for the engine's share (None: the local user)."""
+    user = cl.context.session.user
+    return user.identifier if user is not None else None
+
+
 async def _busy_notice(engine, layer) -> cl.Message | None:
     """Shown (never stored) while every slot of the engine is taken; removed once the reply starts."""
     if not engine.saturated():
@@ -188,7 +194,7 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
     queued = await _busy_notice(engine, layer)
     try:
         async for item in engine.stream(prompt, chat.prefs.sampling, chat.prefs.system_prompt, request_id,
-                                        continue_reply=going_on is not None):
+                                        continue_reply=going_on is not None, user=_user()):
             if queued is not None:
                 await queued.remove()
                 queued = None
