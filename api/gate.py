@@ -1,7 +1,7 @@
 """The door in front of the OpenAI-compatible API: the key, the body's size, the sequences asked, the engine's state.
 
 vLLM's app (`engine.openai_app()`, engine/openai_app.py) answers the protocol once a request is let through. This gate
-decides first, so that a missing key is a 401, an oversized body a 413, a body that is not JSON or nests
+decides first, so that a missing or wrong key is a 401 (whose key it is: api/callers.py), an oversized body a 413, a body that is not JSON or nests
 absurdly deep a 400 in the API's error shape (never a 500 from deeper down), a request for more
 sequences than the engine has slots a 400, and an engine that is starting, switching presets or
 restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
@@ -14,12 +14,12 @@ server can route to it.
 """
 
 import asyncio
-import hmac
 import json
 import logging
 from dataclasses import dataclass
 
-from api import library_field
+from api import counting, library_field
+from api.callers import Callers, Refusal
 from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
@@ -27,6 +27,7 @@ from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, prioritized, request_
 from runtime import RUNTIME
 from web.asgi import read_body, replay
 from web.guard import from_this_machine
+from web.listen import chosen_port, is_loopback
 
 log = logging.getLogger("engine")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # far above the longest prompt a preset's context holds
@@ -68,14 +69,19 @@ class ApiGate:
         self.engine = engine
         self._models: dict | None = None  # vLLM's request models by path, imported on first use
         self.library_layer = None  # the history's data layer, where the `library` field reads (api/library_field.py)
-        self.library_user: str | None = None  # whose library that field reads; None: nobody's here
+        self.library_user: str | None = None  # whose library a request from this machine reads without a key
+        self.callers = Callers(engine.settings, is_loopback(chosen_port()[0]))  # who sends it (api/callers.py)
 
     def use_library(self, layer, user: str | None) -> None:
+        """The history's `layer`, where users' keys and libraries are; `user`: the local user, or None."""
         self.library_layer, self.library_user = layer, user
+        self.callers.use_keys(layer)
 
     async def __call__(self, scope, receive, send) -> None:
-        if await _refused(self.engine, scope, send):
-            return
+        try:
+            key_user = await self.callers.check(scope)
+        except Refusal as refusal:
+            return await _error(send, refusal.status, refusal.message, refusal.kind, retry_after=refusal.retry_after)
         body = await read_body(receive, MAX_BODY_BYTES)
         if body is None:
             return await _error(send, 413, f"The request body is larger than {MAX_BODY_BYTES // 2**20} MiB; "
@@ -88,7 +94,7 @@ class ApiGate:
             except BodyRefused as why:
                 return await _error(send, 400, str(why), "BadRequestError")
         if path == CHAT_PATH and isinstance(request, dict) and library_field.FIELD in request:
-            user = self.library_user if from_this_machine(scope) else None
+            user = key_user or (self.library_user if from_this_machine(scope) else None)
             try:
                 sources = await library_field.apply(request, self.library_layer, user)
             except library_field.FieldRefused as why:
@@ -113,7 +119,8 @@ class ApiGate:
         if problem:
             return await _error(send, 400, problem, "BadRequestError", cost.field)
         async with self.engine.admit(api_user(scope, self.library_user), cost.sequences if cost else 0, API) as ticket:
-            with prioritized(ticket.priority):
+            counting.install(app)  # its tokens noted on the ticket, counted at the release (history/usage.py)
+            with prioritized(ticket.priority), counting.counted(ticket):
                 await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
 
     async def _cost(self, path: str, request) -> Cost | None:
@@ -217,8 +224,10 @@ def metrics_app(engine):
 
     async def metrics(scope, receive, send) -> None:
         nonlocal exposition
-        if await _refused(engine, scope, send):
-            return
+        try:
+            shared_gate(engine).callers.operator(scope)
+        except Refusal as refusal:
+            return await _error(send, refusal.status, refusal.message, refusal.kind)
         if exposition is None:
             exposition = await asyncio.to_thread(_exposition)
         await exposition(scope, receive, send)
@@ -233,30 +242,13 @@ def _exposition():
     return make_asgi_app(get_prometheus_registry())
 
 
-async def _refused(engine, scope, send) -> bool:
-    """Answer 401 and say so when the server has an API key and the request does not carry it."""
-    key = engine.settings.api_key
-    if key is None or _authorized(scope, key.get_secret_value()):
-        return False
-    await _error(send, 401, "Missing or wrong API key: send it as 'Authorization: Bearer <key>' "
-                            "(the server's CHAT_API_KEY).", "AuthenticationError")
-    return True
-
-
-def _authorized(scope, key: str) -> bool:
-    """The Authorization header's bytes against the key's UTF-8 (as a client sends a key that is not ASCII), in
-    constant time; a header the key cannot be is simply no match."""
-    headers = dict(scope.get("headers") or [])
-    return hmac.compare_digest(headers.get(b"authorization", b""), f"Bearer {key}".encode())
-
-
 async def _error(send, status: int, message: str, kind: str, param: str | None = None,
-                 retry_after: bool = False) -> None:
+                 retry_after: bool | int = False) -> None:
     """An error in the OpenAI API's JSON shape, as vLLM's own errors are."""
     body = json.dumps({"error": {"message": message, "type": kind, "param": param, "code": status}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if retry_after:
-        headers.append((b"retry-after", str(RETRY_AFTER_S).encode()))
+    if retry_after:  # True: the engine's usual wait
+        headers.append((b"retry-after", str(RETRY_AFTER_S if retry_after is True else retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -447,10 +447,12 @@ class ChatEngine:
                     output_kind=RequestOutputKind.DELTA,
                 ), llm)
                 clock = ReplyClock()
+                used.prompt = len(prompt.token_ids)
                 async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id,
                                               priority=used.priority):  # a chat before a batch (admission.py)
                     completion = out.outputs[0]
                     generated += len(completion.token_ids)
+                    used.reply, used.cached = generated, out.num_cached_tokens or 0  # so far, if it is stopped
                     clock.arrived(tokens=bool(completion.token_ids))
                     if completion.text:
                         yield completion.text

@@ -161,6 +161,9 @@ class RemoteEngine:
                                                      self.max_model_len, sampling.max_tokens, continue_reply)
                 turns = _with_system(system, list(prompt.messages))
                 async for item in self._generate(turns, sampling, prompt, request_id, continue_reply, used.priority):
+                    if isinstance(item, Stats):  # the server's usage of the reply, counted to its user
+                        used.prompt, used.cached, used.reply = item.prompt_tokens, item.cached_tokens, \
+                            item.generated_tokens
                     yield item
             finally:
                 self._active.pop(request_id, None)
