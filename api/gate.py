@@ -1,10 +1,10 @@
 """The door in front of the OpenAI-compatible API: the key, the body's size, the sequences asked, the engine's state.
 
 vLLM's app (`engine.openai_app()`, engine/openai_app.py) answers the protocol once a request is let through. This gate
-decides first, so that a missing or wrong key is a 401 (whose key it is: api/callers.py), an oversized body a 413, a body that is not JSON or nests
-absurdly deep a 400 in the API's error shape (never a 500 from deeper down), a request for more
-sequences than the engine has slots a 400, and an engine that is starting, switching presets or
-restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
+decides first, so that a missing or wrong key is a 401 (whose key it is: api/callers.py), an oversized body a
+413, a body that is not JSON or nests absurdly deep a 400 in the API's error shape (never a 500 from deeper
+down), a request for more sequences than the engine has slots a 400, and an engine that is starting, switching
+presets or restarting makes a request wait up to `api_wait_s` and then get a 503 with Retry-After: never a
 hang, never a 500. A request's sequences are its prompts times its `n`, read with vLLM's own
 request models (so "40" and 40.0 count as 40, as vLLM will run them), against the preset that runs
 or that the first start will pick. It admits the API's sequences through the engine's one admission

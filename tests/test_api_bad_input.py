@@ -72,16 +72,22 @@ async def test_an_unknown_name_lists_a_few_of_the_documents_not_the_whole_librar
     assert len(said) < 1500
 
 
-async def test_a_request_not_from_this_machine_never_reads_the_local_users_library():
-    engine = ChatEngine(load_settings(model="no-model", preset="custom", custom_preset=TEST_PRESET))
+@pytest.mark.parametrize("operator_key", [None, "the-operators-key"])
+async def test_a_request_not_from_this_machine_never_reads_the_local_users_library(operator_key):
+    engine = ChatEngine(load_settings(model="no-model", preset="custom", custom_preset=TEST_PRESET,
+                                      api_key=operator_key))
     gate = ApiGate(engine)
     gate.use_library(FakeLibrary(3), "local")
+    keyed = {"Authorization": f"Bearer {operator_key}"} if operator_key else {}
     for headers, client in [*((proxy, ("127.0.0.1", 5000)) for proxy in PROXIES), ({}, ("203.0.113.9", 5000))]:
         transport = httpx.ASGITransport(app=gate, client=client)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             for wanted in (True, ["unknown"]):
-                answer = await http.post(CHAT, headers=headers, json={"model": "m", "messages": ASKED,
-                                                                      "library": wanted})
+                answer = await http.post(CHAT, headers={**headers, **keyed}, json={"model": "m", "messages": ASKED,
+                                                                                   "library": wanted})
+                if operator_key is None:  # without a key such a request is nobody's: not let in at all
+                    assert answer.status_code == 401 and "Missing or wrong API key" in answer.text, answer.text
+                    continue
                 assert answer.status_code == 400, (headers, client, answer.text)
                 assert "this machine's own user" in answer.json()["error"]["message"]
                 assert "report-" not in answer.text, "no document name is told to such a request"
