@@ -93,4 +93,6 @@ class Status:
     chat_requests: int = 0  # in flight, by where they came from; a chat's request is one sequence
     api_sequences: int = 0  # an API request runs a sequence per prompt and choice (prompts x n)
     asleep_since: float | None = None  # when the idle engine fell asleep (seconds since the epoch)
+    user_share: int | None = None  # the most sequences one user runs at once (engine/admission.py); None: no share
+    waiting_for_share: int = 0  # requests waiting because their user already runs their share
     problem: str = ""  # why the engine is not running when it failed: the start's error, what happened and what to do

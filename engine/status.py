@@ -22,6 +22,7 @@ def engine_status(engine) -> Status:
         requests_running=int(gauges.get("vllm:num_requests_running", 0)),
         requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
         chat_requests=engine.chat_requests, api_sequences=engine.api_sequences, asleep_since=engine.asleep_since,
+        user_share=engine.admission.share, waiting_for_share=sum(engine.admission.waiting().values()),
         problem=str(engine.failure) if engine.failure is not None else "",
     )
 

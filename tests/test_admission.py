@@ -134,3 +134,21 @@ def test_the_share_is_three_quarters_of_the_preset_s_slots_unless_the_operator_s
     assert engine.admission.share == share
     assert engine.admission.prioritized == (setting != 0)
     assert default_share(slots) == max(1, slots * 3 // 4)
+
+
+async def test_the_status_panel_says_how_many_wait_for_their_share():
+    from ui.text import status_text
+
+    custom = Preset(**{**TEST_PRESET, "max_num_seqs": 4})
+    engine = ChatEngine(load_settings(preset="custom", custom_preset=custom))
+    engine.preset = custom
+    requests = Requests(engine.admission)
+    for n in range(5):
+        requests.send(f"ann{n}", "ann")
+    await settle()
+    status = engine.status()
+    assert (status.user_share, status.waiting_for_share, status.api_sequences) == (3, 2, 3)
+    assert "| Each user's share / requests waiting for it | 3 / 2 |" in status_text(status)
+    for n in range(5):
+        await requests.end(f"ann{n}")
+    assert engine.status().waiting_for_share == 0

@@ -102,6 +102,7 @@ def status_text(status: Status) -> str:
             ("preset", f"{status.preset} — {purpose}"), ("context", context),
             ("memory", f"{gib(status.memory_used_gib)} / {gib(status.needs_gib)}"), ("kv", kv),
             ("requests", f"{status.requests_running} / {status.requests_waiting}"),
-            ("sequences", f"{status.chat_requests} / {status.api_sequences}")]
+            ("sequences", f"{status.chat_requests} / {status.api_sequences}"),
+            ("share", f"{status.user_share or '–'} / {status.waiting_for_share}")]
     return "\n".join([say("status.title"), "", say("status.head"), "|---|---|",
                       *(f"| {say('status.' + key)} | {value} |" for key, value in rows)])

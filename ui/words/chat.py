@@ -104,6 +104,7 @@ TEXTS = {
     "status.kv": ("KV cache in use", "KV cache 占用"),
     "status.requests": ("Requests running / queued", "运行中 / 排队中的请求"),
     "status.sequences": ("Sequences from chats / the API", "来自对话 / API 的序列"),
+    "status.share": ("Each user's share / requests waiting for it", "每位用户的份额 / 等待份额的请求"),
     "status.asleep": (" since {clock} ({minutes} min ago); the next message wakes it",
                       "，自 {clock} 起（{minutes} 分钟前）；下一条消息会唤醒它"),
     "state.stopped": ("stopped", "已停止"),
