@@ -60,7 +60,8 @@ async def _make(layer, name: str) -> None:
     except Exception as error:  # the database's own error: no key was kept, so none is shown
         return await cl.ErrorMessage(content=say("keys.db_failed", error=type(error).__name__),
                                      author="system").send()
-    shown = cl.Message(content=say("keys.made", name=_cell(keys.checked_name(name)), key=key), author="system")
+    shown = cl.Message(content=say("keys.made", name=_cell(keys.checked_name(name)), new_key=key),
+                       author="system")
     transient(shown, layer)  # shown once, never stored: the history keeps only the key's hash
     await shown.send()
 

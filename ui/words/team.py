@@ -26,9 +26,9 @@ TEXTS = {
     "keys.list": ("Your API keys ({count}):\n\n{table}\n\n{how}", "你的 API 密钥（{count} 个）：\n\n{table}\n\n{how}"),
     "keys.head": ("| # | Name | Made (UTC) | Last used (UTC) |", "| # | 名称 | 新建时间 (UTC) | 最近使用 (UTC) |"),
     "keys.never": ("never", "从未"),
-    "keys.made": ("Your new API key **{name}**:\n\n`{key}`\n\nCopy it now: it is shown only this once (the server "
-                  "keeps only its hash). Revoke it with `revoke {name}` beside the **Keys** chip.",
-                  "你的新 API 密钥 **{name}**：\n\n`{key}`\n\n请现在复制：它只显示这一次（服务器只保存它的哈希）。"
+    "keys.made": ("Your new API key **{name}**:\n\n`{new_key}`\n\nCopy it now: it is shown only this once (the "
+                  "server keeps only its hash). Revoke it with `revoke {name}` beside the **Keys** chip.",
+                  "你的新 API 密钥 **{name}**：\n\n`{new_key}`\n\n请现在复制：它只显示这一次（服务器只保存它的哈希）。"
                   "在 **密钥** 按钮旁发送 `revoke {name}` 即可撤销。"),
     "keys.not_made": ("No key was made: {why}", "未新建密钥：{why}"),
     "keys.db_failed": ("No key was made: the history database failed ({error}); try again.",
