@@ -2,9 +2,10 @@
 // to press Send as well. When a click leaves such a chip selected, press Send for the user (whatever was typed
 // beside it is sent too, and the app answers both). Import stays a selection: its file is attached, then sent.
 // The chip shows it is selected after React's next render, which a busy page can delay: look for up to two seconds.
-const AT_ONCE = ["command-Status", "command-Export"];
+// A chip is named in the chat's language (ui/words/chat.py): English or Chinese.
+const AT_ONCE = ["Status", "Export", "状态", "导出"];
 document.addEventListener("click", (event) => {
-  const chip = event.target.closest && event.target.closest(AT_ONCE.map((id) => `#${id}`).join(", "));
+  const chip = event.target.closest && event.target.closest(AT_ONCE.map((name) => `[id="command-${name}"]`).join(", "));
   if (!chip) return;
   let tries = 0;
   const sendWhenSelected = () => {

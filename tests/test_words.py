@@ -62,3 +62,12 @@ def test_a_chip_is_known_by_its_name_in_either_language():
         assert words.command(words.say(f"command.{name}", "zh")) == name
         assert words.command(name) == name
     assert words.command(None) is None and words.command("something else") == "something else"
+
+
+def test_the_page_presses_send_for_the_status_and_export_chips_in_either_language():
+    from pathlib import Path
+
+    script = (Path(__file__).parent.parent / "public" / "status-chip.js").read_text()
+    for name in ("Status", "Export"):
+        for language in ("en", "zh"):
+            assert f'"{words.say(f"command.{name}", language)}"' in script, f"{name} in {language}"
