@@ -37,6 +37,9 @@ in one place, with why.
   that follow) and tells the page an empty interaction, which the page takes for none, so it never moves to the
   thread's address, never lists it, and never shows Stop. Such a message now leaves the chat unopened; its steps
   wait in Chainlit's queue until the first message with words opens the thread, named after them.
+- **Writes of another thread now** (`write_now`): Chainlit queues a chat's step writes until its first message
+  (`queue_until_user_message`); an import writes a new thread's steps from a chat that may have sent only the
+  Import command, so they run in a context of their own, as Chainlit's HTTP routes do.
 - **Chainlit's Stop notice** (`STOP_NOTICE`): the message its Stop handler posts, which the app replaces by
   ending the reply in "*Stopped.*" (ui/reply.py).
 
@@ -155,6 +158,20 @@ def open_threads_at_first_words() -> None:
 
     init_thread.chainlit_method = original
     ChainlitEmitter.init_thread = init_thread
+
+
+async def write_now(write):
+    """Await `write()` (data layer calls) outside this chat's socket session, so none is queued behind its first
+    message; returns what it returns."""
+    import asyncio
+
+    from chainlit.context import init_http_context
+
+    async def outside():
+        init_http_context()  # in this task only: its context is a copy
+        return await write()
+
+    return await asyncio.create_task(outside())
 
 
 STOP_NOTICE = "Task manually stopped."  # chainlit.socket's stop handler posts it

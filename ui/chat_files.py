@@ -19,6 +19,7 @@ import chainlit as cl
 from chainlit.config import config
 
 from engine.settings import CHAT_SAMPLING
+from chainlit_patches import write_now
 from history import exchange
 from history.writes import transient
 from ui import chat_state, sidebar
@@ -124,15 +125,21 @@ async def _store(layer, imported: exchange.Imported) -> str:
     imported.title = imported.title or _title(imported.turns)
     await layer.update_thread(thread_id, name=imported.title, user_id=owner.id if owner else None,
                               metadata={"chat_settings": imported.settings})
-    start, asked = datetime.now(timezone.utc).replace(tzinfo=None), None
+    start, asked, steps = datetime.now(timezone.utc).replace(tzinfo=None), None, []
     for index, turn in enumerate(imported.turns):
         step_id, at = str(uuid.uuid4()), (start + timedelta(milliseconds=index)).isoformat() + "Z"
         user_turn = turn["role"] == "user"
         # a question the file holds no answer to stays in the prompt when the chat is reopened (history/turns.py)
         metadata = {"imported": True} if user_turn else {"for": asked, "answer": turn["content"], "finish": "stop"}
-        await layer.create_step({
+        steps.append({
             "id": step_id, "threadId": thread_id, "name": user.identifier if user_turn and user else config.ui.name,
             "type": "user_message" if user_turn else "assistant_message", "output": turn["content"],
             "createdAt": at, "start": at, "end": at, "metadata": metadata, "streaming": False})
         asked = step_id if user_turn else asked
+
+    async def write():
+        for step in steps:
+            await layer.create_step(step)
+
+    await write_now(write)  # now, even from a chat that has sent nothing but the Import command
     return thread_id
