@@ -71,3 +71,11 @@ def test_the_page_presses_send_for_the_status_and_export_chips_in_either_languag
     for name in ("Status", "Export"):
         for language in ("en", "zh"):
             assert f'"{words.say(f"command.{name}", language)}"' in script, f"{name} in {language}"
+
+
+def test_no_placeholder_shadows_the_arguments_of_say():
+    """`say(key, lang, **values)`: a text with a {key} or {lang} placeholder could never be filled."""
+    import inspect
+
+    taken = set(inspect.signature(words.say).parameters) - {"values"}
+    assert not [key for key, (english, _) in words.TEXTS.items() if {name for name, _ in fields(english)} & taken]
