@@ -3,7 +3,9 @@ request gets in at once, and every way a request ends gives its slots back. In t
 tests/test_fair_share.py shows the same on the real engine."""
 
 import asyncio
+import json
 
+import httpx
 import pytest
 
 from engine.admission import API, CHAT, PRIORITY, Admission, default_share
@@ -13,6 +15,7 @@ from engine.settings import load_settings
 from harness.presets import TEST_PRESET
 
 SHARE = 3
+CHAT_TURN = [{"role": "user", "content": "Hello!"}]
 
 
 class Requests:
@@ -152,3 +155,30 @@ async def test_the_status_panel_says_how_many_wait_for_their_share():
     for n in range(5):
         await requests.end(f"ann{n}")
     assert engine.status().waiting_for_share == 0
+
+
+@pytest.mark.fast  # a server imitated in memory: nothing starts
+async def test_a_remote_server_gets_the_chat_s_priority_and_one_that_refuses_it_gets_the_chat_without():
+    from engine.remote import RemoteEngine
+    from harness.fake_vllm import FakeVllm
+
+    server = FakeVllm()
+    remote = RemoteEngine(load_settings(engine_url="http://fake-vllm/v1"), transport=server.transport)
+    reply = [item async for item in remote.stream(CHAT_TURN, user="bob")]
+    assert server.requests[-1]["priority"] == PRIORITY[CHAT] and reply[-1].generated_tokens == server.reply_tokens
+
+    refusing = FakeVllm()
+
+    async def first_come_first_served(request):  # as a vLLM that refuses priorities without priority scheduling
+        if request.url.path.endswith("/chat/completions") and "priority" in json.loads(request.content):
+            return httpx.Response(400, json={"error": {"message": "Got priority -1 but Priority scheduling is not "
+                                                                  "enabled."}})
+        return await refusing.transport.handle_async_request(request)
+
+    remote = RemoteEngine(load_settings(engine_url="http://fake-vllm/v1"),
+                          transport=httpx.MockTransport(first_come_first_served))
+    for _ in range(2):
+        reply = [item async for item in remote.stream(CHAT_TURN, user="bob")]
+        assert reply[-1].generated_tokens == refusing.reply_tokens, "the chat is answered all the same"
+    assert len(refusing.requests) == 2 and all("priority" not in body for body in refusing.requests)
+    assert remote.admission.held() == 0
