@@ -2,8 +2,8 @@
 chips, starters, a reply's cost line, the status table and the settings in that language (ui/words/), beside
 Chainlit's own texts (.chainlit/translations).
 
-`CHAT_NEWCOMER_SHOTS` names a folder to keep the page's picture in (docs/newcomer/ does); a temporary folder
-otherwise.
+`CHAT_NEWCOMER_SHOTS` names a folder to keep the Chinese page's picture in (docs/newcomer/page-in-chinese.png);
+a temporary folder otherwise.
 """
 
 import os
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.skipif(
 # person would find on the page
 PAGES = {
     "zh-CN": {
+        "name": "chinese",
         "chips": ("状态", "导出", "导入", "文档库"),
         "starters": ("讲讲 KV 缓存", "写段 Python", "安排一天"),
         "status": ("**引擎状态**", "运行中 / 排队中的请求", "已用显存 / 预设所需"),
@@ -32,6 +33,7 @@ PAGES = {
         "foreign": ("Requests running / queued", "reply tokens", "Memory preset", "Explain KV caching"),
     },
     "en-US": {
+        "name": "english",
         "chips": ("Status", "Export", "Import", "Library"),
         "starters": ("Explain KV caching", "Write Python", "Plan a day"),
         "status": ("Engine status", "Requests running / queued", "Memory used / the preset's size"),
@@ -100,20 +102,20 @@ def test_the_page_speaks_the_browsers_language(app_server, language, tmp_path):
             lambda d: "tok/s" in body(d), "the reply has no cost line")  # the engine's start on a busy machine
         seen("the reply's cost line", page["cost"])
 
+        browser.find_element(By.ID, "chat-settings-header-button").click()  # a side panel: the chat stays usable
+        wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
+        seen("the settings", page["settings"])
+        folder = Path(os.environ.get("CHAT_NEWCOMER_SHOTS") or tmp_path) if language == "zh-CN" else tmp_path
+        picture = folder / f"page-in-{page['name']}.png"  # the reply, its cost line and tools, the chips, the settings
+        assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
+
         def click_chip(driver) -> bool:
             driver.find_element(By.ID, f"command-{page['chips'][0]}").click()
             return True
 
         wait.until(click_chip, "no status chip to click")
         seen("the status table", [t.strip("*") for t in page["status"]])
-
-        browser.find_element(By.ID, "chat-settings-header-button").click()
-        wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
-        seen("the settings", page["settings"])
         shown = body(browser)
-        folder = Path(os.environ.get("CHAT_NEWCOMER_SHOTS") or tmp_path)
-        picture = folder / f"page-in-{language}.png"
-        assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
 
         # a new chat, the engine running: its welcome has the starters
         browser.get(app_server.url)
