@@ -13,6 +13,7 @@ from chainlit_patches import restore_engine_modules
 
 restore_engine_modules()  # a `-w` reload must reuse the running engine's classes
 import wiring  # noqa: E402
+from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
 from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, sessions,  # noqa: E402
@@ -148,3 +149,4 @@ async def preload():
 @cl.on_app_shutdown
 async def on_shutdown():
     await asyncio.to_thread(engine.shutdown)
+    await write_pending()  # the last second's usage, the requests the shutdown ended among it

@@ -39,7 +39,7 @@ def install():
     layer = history_layer.install(engine.settings)  # None: off
     if layer is not None:
         layer.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
-        admission.usage_sink = usage.UsageBook(layer).count  # each released request's tokens, to its user
+        admission.usage_sink = usage.open_book(layer).count  # each released request's tokens, to its user
     loopback = is_loopback(chosen_port()[0])
     open_library(engine, layer, loopback)  # the API's `library` field
     signin.install(loopback, layer, engine.settings.history_db.parent)

@@ -4,7 +4,8 @@ the history's database (the `chat_usage` table, history/schema.py) and read for 
 Counted where the engine's admission releases a request (engine/admission.py's `usage_sink`, set by wiring.py), so
 chats and API requests, finished or stopped, count the same way. Nothing is written on a request's path: counts
 gather in memory and are added to the table once a second in one transaction (`FLUSH_S`), as increments, so any
-number of app processes on one database add up; a process killed outright loses at most its last second.
+number of app processes on one database add up; a process killed outright loses at most its last second, and
+one that is stopped (SIGTERM, Ctrl-C) nothing: the app's shutdown writes what is pending (`write_pending`).
 """
 
 import asyncio
@@ -53,6 +54,7 @@ class UsageBook:
         self.layer = layer
         self.pending: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         self._writing: asyncio.Task | None = None
+        self._flushing = False  # the write task is past its wait, writing
 
     def count(self, ticket) -> None:
         """The admission's sink: a released request's tokens, counted to its user (the operator's key to
@@ -68,6 +70,19 @@ class UsageBook:
 
     async def _write_soon(self) -> None:
         await asyncio.sleep(FLUSH_S)  # what comes meanwhile goes in the same transaction
+        self._flushing = True
+        try:
+            await self.flush()
+        finally:
+            self._flushing = False
+
+    async def close(self) -> None:
+        """Write everything now (the app is ending): a write under way is awaited, one still waiting replaced."""
+        if self._writing is not None and not self._writing.done():
+            if self._flushing:
+                await self._writing
+            else:
+                self._writing.cancel()
         await self.flush()
 
     async def flush(self) -> None:
@@ -83,6 +98,22 @@ class UsageBook:
             log.warning("usage could not be written (%s); kept for the next write", type(error).__name__)
             for key, counts in pending.items():
                 self.pending[key] = [a + b for a, b in zip(self.pending[key], counts)]
+
+
+_book: UsageBook | None = None  # this process's, once the history is installed
+
+
+def open_book(layer) -> UsageBook:
+    """This process's book on `layer` (a `-w` reload opens a new one; the old one writes what it holds)."""
+    global _book
+    _book = UsageBook(layer)
+    return _book
+
+
+async def write_pending() -> None:
+    """At the app's end: what this process counted and has not written yet, now."""
+    if _book is not None:
+        await _book.close()
 
 
 async def read(layer, user: str | None, days: int) -> list[Row]:

@@ -4,6 +4,7 @@ counted per user, day and source and written in batches; an API request's tokens
 
 import asyncio
 import sqlite3
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -164,6 +165,17 @@ async def test_usage_is_added_per_user_day_and_source_in_one_write_a_second(laye
             for r in await usage.read(layer, None, 1)}
     assert rows == {("ada", CHAT): (3, 151, 64, 26), ("ada", API): (1, 10, 0, 7), (usage.OPERATOR, API): (1, 3, 0, 4)}
     assert {r.user for r in await usage.read(layer, "ada", 7)} == {"ada"}
+
+
+async def test_at_the_apps_end_pending_usage_is_written_at_once(layer, monkeypatch):
+    monkeypatch.setattr(usage, "FLUSH_S", 60)
+    book = usage.open_book(layer)
+    book.count(ticket("ada", CHAT, 100, 0, 20))
+    started = time.monotonic()
+    await usage.write_pending()
+    assert time.monotonic() - started < 5, "not after the write's usual wait"
+    [row] = await usage.read(layer, "ada", 1)
+    assert (row.requests, row.prompt_tokens, row.reply_tokens) == (1, 100, 20)
 
 
 async def test_usage_that_could_not_be_written_waits_for_the_next_write(layer):
