@@ -1,9 +1,8 @@
 """The errors a user can meet, each with what happened and what to do about it.
 
 Everything the engine layer raises on purpose is a `ChatError`; the UI shows
-`str(error)`, so each message names the cause, the value and the fix. Those a chat
-meets while chatting keep their values, so the UI can say them in the chat's
-language (ui/words/errors.py).
+`str(error)`, so each message names the cause, the value and the fix (in English;
+ui/words/errors.py says each again in the chat's language).
 """
 
 
@@ -40,7 +39,6 @@ class NoGpuError(ChatError):
             f"The '{preset}' preset needs an NVIDIA GPU, but none is visible (NVML found no device).",
             "Install the NVIDIA driver, or choose the 'cpu' preset (CHAT_PRESET=cpu) to run on the processor.",
         )
-        self.preset = preset
 
 
 class OutOfMemoryError(ChatError):
@@ -116,8 +114,8 @@ class ContextTooLongError(ChatError):
             f"(context {max_model_len} minus {max_tokens} for the reply).",
             "Shorten the message, lower 'max new tokens', or pick a preset with a longer context.",
         )
-        self.prompt_tokens, self.budget, self.max_model_len, self.max_tokens = (prompt_tokens, budget, max_model_len,
-                                                                                max_tokens)
+        self.prompt_tokens = prompt_tokens
+        self.budget = budget
 
 
 class ReplyFillsContextError(ChatError):
@@ -130,7 +128,7 @@ class ReplyFillsContextError(ChatError):
             "Ask for the rest in a new message (the oldest turns then make room), or pick a preset with a longer "
             "context.",
         )
-        self.tokens, self.max_model_len = tokens, max_model_len
+        self.tokens = tokens
 
 
 class EngineStartError(ChatError):
@@ -143,7 +141,6 @@ class EngineDiedError(ChatError):
             f"The model engine stopped unexpectedly ({detail}).",
             "It restarts by itself: send your message again.",
         )
-        self.detail = detail
 
 
 class PresetSwitchError(ChatError):

@@ -64,6 +64,62 @@ def test_a_chip_is_known_by_its_name_in_either_language():
     assert words.command(None) is None and words.command("something else") == "something else"
 
 
+# Values to make each of the engine's errors with, by the name of its constructor's parameter
+SAMPLES = {"name": "9gb", "valid": ["auto", "4gb"], "preset": "8gb", "detail": "CUDA out of memory", "smaller": "4gb",
+           "model": "baidu/ERNIE-4.5-0.3B-PT", "source": "hf-mirror.com", "done": 120_000_000, "total": 720_000_000,
+           "prompt_tokens": 5000, "budget": 3072, "max_model_len": 4096, "max_tokens": 1024, "tokens": 4090,
+           "wanted": "8gb", "kept": "4gb", "cause": RuntimeError("no memory"), "url": "http://gpu-box:8000"}
+
+
+def engine_errors():
+    """One of each error the engine raises with its own words (a bare ChatError, SettingsError and EngineStartError
+    carry their raiser's words), and the variants of those whose words depend on a value."""
+    import inspect
+
+    from engine import errors
+
+    made = []
+    for cls in vars(errors).values():
+        if isinstance(cls, type) and issubclass(cls, errors.ChatError) and cls is not errors.ChatError \
+                and "__init__" in vars(cls):
+            made.append(cls(**{p: SAMPLES[p] for p in list(inspect.signature(cls).parameters)}))
+    return [*made, errors.OutOfMemoryError("2gb", "it needs 2.0 GiB", None),
+            errors.DownloadError("baidu/ERNIE-4.5-0.3B-PT", "huggingface.co", "timed out", 0, 0)]
+
+
+@pytest.mark.parametrize("error", engine_errors(), ids=lambda error: type(error).__name__)
+def test_each_of_the_engines_errors_is_said_in_chinese_with_its_values(error):
+    english, chinese = str(error), words.error_text(error, "zh-CN")
+    assert words.error_text(error, "en-US") == english
+    assert chinese != english and CJK.search(chinese), f"no Chinese text fits: {english}"
+    for value in SAMPLES.values():  # the values it was made with come across
+        if isinstance(value, str) and value in english:
+            assert value in chinese, value
+
+
+def test_the_engines_progress_is_said_in_chinese():
+    from engine.download import Transfer
+
+    transfer = Transfer("baidu/ERNIE-4.5-0.3B-PT")
+    stages = [transfer.describe()]
+    transfer.total, transfer.done = 720_000_000, 360_000_000
+    stages.append(transfer.describe())
+    stages += ["Loading models/tiny-ernie (cpu preset)", "Warming up", "Ready", "'4gb' already runs"]
+    for stage in stages:
+        said = words.again("stage.", stage, "zh-CN")
+        assert said != stage and CJK.search(said), stage
+    loading = words.again("stage.", "Loading models/tiny-ernie (cpu preset)", "zh")
+    assert loading == "正在加载 models/tiny-ernie（cpu 预设）"
+    assert words.again("stage.", "Something new", "zh") == "Something new"
+
+
+def test_texts_that_catch_the_engines_values_take_them_as_they_come():
+    """Their values are caught as text from the engine's words: a format of a number could not apply."""
+    for key, texts in words.TEXTS.items():
+        if key.startswith(("error.", "stage.")):
+            assert not [spec for text in texts for _, _, spec, _ in string.Formatter().parse(text) if spec], key
+
+
 def test_the_page_presses_send_for_the_status_and_export_chips_in_either_language():
     from pathlib import Path
 

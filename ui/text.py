@@ -7,7 +7,7 @@ import time
 import chainlit as cl
 
 from engine.reports import Progress, Stats, Status
-from ui.words import say, say_known
+from ui.words import again, say, say_known
 
 STARTER_KEYS = ("kv", "python", "hello", "day")
 
@@ -26,7 +26,7 @@ def label(name: str, tooltip: bool = False) -> str:
 
 
 def progress_line(title: str, progress: Progress) -> str:
-    stage = say_known(f"stage.{progress.stage}", progress.stage)
+    stage = again("stage.", progress.stage)
     line = say("progress", mark="✅" if progress.done else "⏳", title=title, stage=stage, seconds=progress.elapsed_s)
     return f"{line}. {progress.notice}." if progress.notice else line
 
@@ -97,7 +97,8 @@ def status_text(status: Status) -> str:
     state = say_known(f"state.{status.state}", status.state)
     purpose = say_known(f"preset.{status.preset}", status.purpose)
     context = say("status.context_value", tokens=status.max_model_len or "–")
-    why = f" — {status.problem}".replace("|", "\\|") if status.problem else ""  # a failed start says why, in place
+    # a failed start says why, in place
+    why = f" — {again('error.', status.problem)}".replace("|", "\\|") if status.problem else ""
     rows = [("state", f"{state}{asleep_text(status.asleep_since)}{why}"), ("device", status.device),
             ("preset", f"{status.preset} — {purpose}"), ("context", context),
             ("memory", f"{gib(status.memory_used_gib)} / {gib(status.needs_gib)}"), ("kv", kv),

@@ -7,6 +7,10 @@ other language and outside a chat (the log, the tests of the texts themselves). 
 named fields, the same in both languages (tests/test_words.py checks that).
 """
 
+import functools
+import re
+import string
+
 import chainlit as cl
 
 from ui.words import chat, errors, library, settings, team
@@ -47,11 +51,35 @@ def command(shown: str | None) -> str | None:
     return shown
 
 
-def error_text(error: Exception) -> str:
-    """An engine's error in the chat's language where ui/words/errors.py says it again, else as the engine wrote
-    it."""
-    key = f"error.{type(error).__name__}"
-    try:
-        return say(key, **vars(error)) if key in TEXTS else str(error)
-    except (KeyError, IndexError, ValueError):  # an error raised without the values its text needs
-        return str(error)
+def again(prefix: str, text: str, lang: str | None = None) -> str:
+    """`text`, written in English elsewhere (the engine's errors and progress), in the chat's language: the Chinese
+    of the first text under `prefix` whose English it fits, filled with the values found in it; as it is when it
+    fits none, or the chat is in English (`lang`: a language given outright)."""
+    if language(lang) != CHINESE:
+        return text
+    for pattern, chinese in _templates(prefix):
+        found = pattern.fullmatch(text)
+        if found:
+            return chinese.format(**found.groupdict())
+    return text
+
+
+@functools.cache
+def _templates(prefix: str) -> list[tuple[re.Pattern, str]]:
+    """Each English text under `prefix` as a pattern whose placeholders catch what stands in their place."""
+    made = []
+    for key, (english, chinese) in TEXTS.items():
+        if key.startswith(prefix):
+            pattern, seen = "", set()
+            for literal, name, _, _ in string.Formatter().parse(english):
+                pattern += re.escape(literal)
+                if name is not None:
+                    pattern += f"(?P={name})" if name in seen else f"(?P<{name}>.+?)"
+                    seen.add(name)
+            made.append((re.compile(pattern, re.DOTALL), chinese))
+    return made
+
+
+def error_text(error: Exception, lang: str | None = None) -> str:
+    """An engine's error in the chat's language (ui/words/errors.py), or as the engine wrote it."""
+    return again("error.", str(error), lang)

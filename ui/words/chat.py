@@ -75,6 +75,14 @@ TEXTS = {
     "stage.Ready": ("Ready", "已就绪"),
     "stage.Checking the preset": ("Checking the preset", "正在检查预设"),
     "stage.Stopping the running engine": ("Stopping the running engine", "正在停止运行中的引擎"),
+    "stage.loading": ("Loading {model} ({preset} preset)", "正在加载 {model}（{preset} 预设）"),
+    "stage.already": ("'{name}' already runs", "“{name}”已在运行"),
+    "stage.connecting": ("Connecting to the vLLM server at {url}", "正在连接位于 {url} 的 vLLM 服务器"),
+    "stage.download_lookup": ("Downloading {model}: looking up its files", "正在下载 {model}：查找它的文件"),
+    "stage.download": ("Downloading {model}: {done} of {total} ({percent}%)",
+                       "正在下载 {model}：{done} / {total}（{percent}%）"),
+    "stage.download_rate": ("Downloading {model}: {done} of {total} ({percent}%), {rate}, {left} left",
+                            "正在下载 {model}：{done} / {total}（{percent}%），{rate}，还剩 {left}"),
 
     # a memory preset switch, in the chat that asked and in the others
     "switch.note": ("⏳ Switching the memory preset to '{name}'…", "⏳ 正在把显存预设切换为“{name}”…"),
