@@ -74,6 +74,8 @@ def checked_name(name: str) -> str:
         raise KeyRefused("A key needs a name that says what uses it, e.g. `new laptop-script`.")
     if len(name) > MAX_NAME:
         raise KeyRefused(f"A key's name may be at most {MAX_NAME} characters; this one has {len(name)}.")
+    if not name.isprintable():  # a NUL, say, which PostgreSQL's text cannot hold
+        raise KeyRefused("A key's name may hold only printable characters: name it with words, e.g. `new laptop`.")
     return name
 
 

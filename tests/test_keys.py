@@ -60,6 +60,8 @@ async def test_names_and_the_number_of_keys_are_bounded_with_a_reason(layer, mon
         await keys.make(layer, "ada", "   ")
     with pytest.raises(keys.KeyRefused, match=f"at most {keys.MAX_NAME}"):
         await keys.make(layer, "ada", "x" * (keys.MAX_NAME + 1))
+    with pytest.raises(keys.KeyRefused, match="only printable characters"):
+        await keys.make(layer, "ada", "laptop\x00")
     monkeypatch.setattr(keys, "MAX_KEYS", 2)
     await keys.make(layer, "ada", "one")
     await keys.make(layer, "ada", "two")
@@ -217,3 +219,28 @@ async def test_an_api_requests_tokens_are_read_from_the_engines_outputs(kind):
         stream = client.generate("p", SimpleNamespace(output_kind=SimpleNamespace(name=kind)), "r1")
     assert [out async for out in stream] == outputs
     assert (used.prompt, used.cached, used.reply) == (12, 8, 5)
+
+
+async def test_a_fuzz_of_authorization_headers_and_key_names_gets_only_refusals_or_keys(layer, monkeypatch):
+    """Outside input, seeded and bounded: any header is a 401 (or a 429 once an address has failed often), never
+    another error; any name is a key or a KeyRefused."""
+    import random
+
+    rng = random.Random(53)
+    callers = Callers(load_settings(api_key=SecretStr("operator-key")), loopback=False)
+    callers.use_keys(layer)
+    alphabet = "chat-Bearer _-/+=\x00\xff😀" + "".join(map(chr, range(32, 127)))
+    for n in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80)))
+        header = rng.choice([text.encode(), f"Bearer chat-{text}".encode(), rng.randbytes(rng.randrange(0, 60))])
+        with pytest.raises(Refusal) as refused:
+            await callers.check(scope(client=f"198.51.100.{n % 7}") | {"headers": [(b"authorization", header)]})
+        assert refused.value.status in (401, 429)
+    monkeypatch.setattr(keys, "MAX_KEYS", 1000)
+    for _ in range(200):
+        name = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 90)))
+        try:
+            assert keys.KEY_SHAPE.fullmatch(await keys.make(layer, "ada", name))
+        except keys.KeyRefused:
+            tidy = " ".join(name.split())
+            assert not tidy or len(tidy) > keys.MAX_NAME or not tidy.isprintable()
