@@ -35,8 +35,9 @@ in one place, with why.
   message as its "first interaction" even when it holds no words (a chip pressed before typing: Status, Library,
   Import): it names the stored thread after the empty text ("Untitled Conversation", never renamed by the questions
   that follow) and tells the page an empty interaction, which the page takes for none, so it never moves to the
-  thread's address, never lists it, and never shows Stop. Such a message now leaves the chat unopened; its steps
-  wait in Chainlit's queue until the first message with words opens the thread, named after them.
+  thread's address, never lists it, and never shows Stop. Such a message now keeps the thread (named after the
+  chip, what it did written at once) without telling the page; the first message with words opens it as Chainlit
+  opens a chat, named after them.
 - **Writes of another thread now** (`write_now`): Chainlit queues a chat's step writes until its first message
   (`queue_until_user_message`); an import writes a new thread's steps from a chat that may have sent only the
   Import command, so they run in a context of their own, as Chainlit's HTTP routes do.
@@ -143,21 +144,37 @@ def bound_settings_changes() -> None:
     AsyncSocket._websocket_handler = _websocket_handler
 
 
+UNNAMED = "ernie_thread_unnamed"  # a session's chip that opened its thread, until the chat's first words name it
+
+
 def open_threads_at_first_words() -> None:
-    """Chainlit's `init_thread` given no words (a chip's own message) leaves the chat unopened, to be opened by the
-    next message with words; a `-w` reload wraps Chainlit's own method again, never the previous wrapper."""
+    """Chainlit's `init_thread` given no words (a chip's own message) keeps the thread, named after the chip, and
+    tells the page nothing; the chat's first message with words then opens it as Chainlit does, named after them.
+    A `-w` reload wraps Chainlit's own methods again, never the previous wrappers."""
     from chainlit.emitter import ChainlitEmitter
 
-    original = getattr(ChainlitEmitter.init_thread, "chainlit_method", ChainlitEmitter.init_thread)
+    opening = getattr(ChainlitEmitter.init_thread, "chainlit_method", ChainlitEmitter.init_thread)
+    receiving = getattr(ChainlitEmitter.process_message, "chainlit_method", ChainlitEmitter.process_message)
 
     async def init_thread(self, interaction: str):
         if isinstance(interaction, str) and not interaction.strip():
-            self.session.has_first_interaction = False  # Chainlit set it before calling: the next words open it
+            # kept and owned (what the chip did is written), named after the chip until the first words rename it
+            await self.flush_thread_queues(getattr(self.session, UNNAMED, None) or None)
             return
-        return await original(self, interaction)
+        return await opening(self, interaction)
 
-    init_thread.chainlit_method = original
-    ChainlitEmitter.init_thread = init_thread
+    async def process_message(self, payload):
+        message = payload["message"]
+        if not self.session.has_first_interaction:
+            setattr(self.session, UNNAMED, message.get("command") or "")  # the chip that may open the chat
+        elif getattr(self.session, UNNAMED, None) is not None and (message.get("output") or "").strip():
+            self.session.has_first_interaction = False  # Chainlit opens the thread with these words, at once
+        if (message.get("output") or "").strip():
+            setattr(self.session, UNNAMED, None)
+        return await receiving(self, payload)
+
+    init_thread.chainlit_method, process_message.chainlit_method = opening, receiving
+    ChainlitEmitter.init_thread, ChainlitEmitter.process_message = init_thread, process_message
 
 
 async def write_now(write):

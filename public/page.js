@@ -1,3 +1,4 @@
 // The app's additions to Chainlit's page, one concern per file (Chainlit takes a single custom script).
 import "/public/status-chip.js";
 import "/public/server-restart.js";
+import "/public/thread-links.js";

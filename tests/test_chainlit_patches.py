@@ -216,24 +216,44 @@ async def test_chainlit_opens_a_thread_on_a_message_without_words_and_the_patch_
 
     from chainlit.emitter import ChainlitEmitter
 
-    monkeypatch.setattr(ChainlitEmitter, "init_thread", ChainlitEmitter.init_thread)
+    for name in ("init_thread", "process_message"):
+        monkeypatch.setattr(ChainlitEmitter, name, getattr(ChainlitEmitter, name))
     original = getattr(ChainlitEmitter.init_thread, "chainlit_method", ChainlitEmitter.init_thread)
-    emitter = ChainlitEmitter.__new__(ChainlitEmitter)
-    told = []
+    told, kept = [], []
 
     async def emit(event, data):  # Chainlit's emitter sends through its session's `emit`
         told.append((event, data))
 
+    async def flush(interaction):  # what Chainlit writes of the thread: its name
+        kept.append(interaction)
+
+    emitter = ChainlitEmitter.__new__(ChainlitEmitter)
     emitter.session = types.SimpleNamespace(has_first_interaction=True, thread_id="t1", user=None, emit=emit)
+    emitter.flush_thread_queues = flush
     await original(emitter, "")  # a chip's own message: Chainlit names the thread "" and tells the page so
-    assert told == [("first_interaction", {"interaction": "", "thread_id": "t1"})], \
-        "Chainlit no longer tells the page an empty first interaction: open_threads_at_first_words may go"
-    told.clear()
+    assert told == [("first_interaction", {"interaction": "", "thread_id": "t1"})] and kept == [""], \
+        "Chainlit no longer opens a thread on an empty first interaction: open_threads_at_first_words may go"
+    told.clear(), kept.clear()
     chainlit_patches.open_threads_at_first_words()
     chainlit_patches.open_threads_at_first_words()  # a `-w` reload
     assert ChainlitEmitter.init_thread.chainlit_method is original, "wrapped once"
     await emitter.init_thread("  ")
-    assert told == [] and emitter.session.has_first_interaction is False, "no words: the chat stays unopened"
-    emitter.session.has_first_interaction = True  # as Chainlit sets it before opening the thread
+    assert told == [] and kept == [None], "no words: the thread is kept without a name, the page not told"
+    assert emitter.session.has_first_interaction, "what the chat writes meanwhile is written at once"
+    seen = []
+
+    async def receive(self, payload):  # Chainlit's own process_message: it opens the thread when not yet opened
+        seen.append(self.session.has_first_interaction)
+        self.session.has_first_interaction = True
+
+    monkeypatch.setattr(ChainlitEmitter.process_message, "chainlit_method", receive)
+    chainlit_patches.open_threads_at_first_words()
+    emitter.session.has_first_interaction, kept[:] = False, []  # a new chat, whose first message is a chip's
+    await emitter.process_message({"message": {"output": "", "command": "Status"}})
+    await emitter.init_thread("")  # as Chainlit's process_message does for it
+    await emitter.process_message({"message": {"output": "How hot is the kettle?"}})
+    await emitter.process_message({"message": {"output": "And now?"}})
+    assert seen == [False, False, True], "the first message with words, and only it, opens the thread anew"
+    assert kept == ["Status"], "the chip's thread is kept under the chip's name until then"
     await emitter.init_thread("How hot is the kettle?")
     assert told == [("first_interaction", {"interaction": "How hot is the kettle?", "thread_id": "t1"})]

@@ -121,3 +121,45 @@ def test_a_chat_begun_with_the_status_chip_gets_its_address_its_name_and_stop(ap
     entry = (By.XPATH, f"//*[@id='thread-history']//a[contains(., '{question[:20]}')]")
     wait.until(lambda d: d.find_elements(*entry), "the history does not list the chat by its question")
     assert "Untitled Conversation" not in browser.find_element(By.ID, "thread-history").text
+
+
+def test_an_imported_chat_opens_in_the_same_tab_and_is_listed_there(app_server, browser, tmp_path):
+    import json
+
+    from selenium.common.exceptions import TimeoutException, WebDriverException
+    from selenium.webdriver.common.by import By
+
+    chat = tmp_path / "descaling.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "How do I descale an old kettle?"},
+                                {"role": "assistant", "content": "Boil vinegar and water in it, then rinse."}]))
+    wait = waiter(browser)
+    browser.get(app_server.url)
+
+    def attach(driver) -> bool:
+        try:
+            driver.find_element(By.ID, "upload-button-input").send_keys(str(chat))
+            return True
+        except WebDriverException:
+            return False
+
+    # the chips come from the chat's session: a file attached before it exists is refused by the upload
+    wait.until(lambda d: d.find_elements(By.ID, "command-Import"), "the chat did not open")
+    wait.until(attach)
+    wait.until(lambda d: "descaling.json" in body(d), "the file is not shown")
+    wait.until(click("command-Import"), "no Import chip to click")
+    wait.until(click("chat-submit"), "no send button to click")
+    try:
+        wait.until(lambda d: "Imported 2 messages" in body(d))
+    except TimeoutException:
+        raise AssertionError(f"the import was not confirmed; {page_state(browser)}") from None
+    tabs = browser.window_handles
+    wait.until(lambda d: d.find_element(By.LINK_TEXT, "open it").click() is None, "no link to the imported chat")
+    entry = (By.XPATH, "//*[@id='thread-history']//a[contains(., 'How do I descale')]")
+    try:
+        wait.until(lambda d: len(d.window_handles) > len(tabs) or (
+            "/thread/" in d.current_url and "Boil vinegar and water" in body(d) and d.find_elements(*entry)))
+    except TimeoutException:
+        raise AssertionError(f"the imported chat did not open at {browser.current_url}, or is not listed in this "
+                             f"tab's history; {page_state(browser)}") from None
+    shot(browser, tmp_path, "import.png")
+    assert len(browser.window_handles) == len(tabs), "the imported chat opened in a new tab"
