@@ -90,14 +90,19 @@ def test_the_page_speaks_the_browsers_language(app_server, language, tmp_path):
         wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open")
         seen("the chips", page["chips"])
 
-        def ask(driver) -> bool:  # Chainlit ignores Enter while a task runs (the chat's own start): press it again
-            box = driver.find_element(By.ID, "chat-input")
-            if not (box.get_attribute("value") or box.text):
-                box.send_keys("Say hello. 你好")
-            box.send_keys(Keys.ENTER)
-            return not (box.get_attribute("value") or box.text)
+        def typed(driver) -> bool:
+            driver.find_element(By.ID, "chat-input").send_keys("Say hello. 你好")
+            return True
 
-        wait.until(ask, "the question stayed in the input box")
+        def sent(driver) -> bool:  # Chainlit ignores Enter while a task runs (the chat's own start): press it again
+            box = driver.find_element(By.ID, "chat-input")  # while the question is there (typed once: asked once)
+            if "Say hello." in (box.get_attribute("value") or box.text or ""):
+                box.send_keys(Keys.ENTER)
+                return False
+            return True
+
+        wait.until(typed)
+        wait.until(sent, "the question stayed in the input box")
         WebDriverWait(browser, 480, ignored_exceptions=[StaleElementReferenceException, WebDriverException]).until(
             lambda d: "tok/s" in body(d), "the reply has no cost line")  # the engine's start on a busy machine
         seen("the reply's cost line", page["cost"])
@@ -105,6 +110,16 @@ def test_the_page_speaks_the_browsers_language(app_server, language, tmp_path):
         browser.find_element(By.ID, "chat-settings-header-button").click()  # a side panel: the chat stays usable
         wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
         seen("the settings", page["settings"])
+        # the picture shows the reply's end: the chat scrolled to its bottom, where Chainlit's scroll arrow goes
+        browser.execute_script(
+            "let box = arguments[0]; while (box && box.scrollHeight <= box.clientHeight + 1) box = box.parentElement;"
+            "if (box) box.scrollTop = box.scrollHeight;",
+            browser.find_element(By.XPATH, "(//code[contains(., 'tok/s')])[last()]"))
+        try:
+            WebDriverWait(browser, 5).until(ready.invisibility_of_element_located(
+                (By.CSS_SELECTOR, "div.absolute.bottom-4 > button.rounded-full")))
+        except TimeoutException:  # only the picture is the worse for it
+            pass
         folder = Path(os.environ.get("CHAT_NEWCOMER_SHOTS") or tmp_path) if language == "zh-CN" else tmp_path
         picture = folder / f"page-in-{page['name']}.png"  # the reply, its cost line and tools, the chips, the settings
         assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
