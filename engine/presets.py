@@ -129,6 +129,23 @@ def pick_auto(free_bytes: int, weights: int) -> Preset | None:
     return None
 
 
+def runnable(gpu_free_bytes: int | None, weights: int = sizing.ERNIE_WEIGHTS_BYTES,
+             custom: Preset | None = None) -> tuple[list[str], list[str]]:
+    """The presets this device can run, by name (`auto` first), and those among them too big for the GPU's free
+    memory. `gpu_free_bytes` is None without a usable GPU: only the processor's presets run then (a GPU preset
+    needs an NVIDIA GPU); on a GPU every preset runs where it fits (the processor's too)."""
+    offered, too_big = [], []
+    for name in names(custom):
+        preset = lookup(name, custom)
+        if preset is None or preset.device == "cpu":
+            offered.append(name)
+        elif gpu_free_bytes is not None:
+            offered.append(name)
+            if not sizing.fits(sizing.footprint(preset, weights), gpu_free_bytes):
+                too_big.append(name)
+    return offered, too_big
+
+
 def smaller_than(preset: Preset) -> str | None:
     """The next smaller GPU preset, offered when this one runs out of memory."""
     size = sizing.footprint(preset).total

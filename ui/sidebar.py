@@ -13,7 +13,7 @@ from chainlit.input_widget import Select, Slider, Switch, TextInput
 from chainlit_patches import OVERSIZED
 from pydantic import ValidationError
 
-from engine import presets
+from engine import hardware, presets, sizing
 from engine.presets import BUILT_IN
 from engine.settings import CHAT_SAMPLING, MAX_REPLY_TOKENS, Sampling, Settings, describe
 from ui.words import say, say_known
@@ -52,7 +52,7 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
     sampling = prefs.sampling
     longest = context or (MAX_REPLY_TOKENS if locked else context_of(settings, prefs.preset, running))
     return [
-        _preset_select(settings, prefs, locked),
+        _preset_select(settings, prefs, locked, running),
         Slider(id="temperature", label=say("setting.temperature"), initial=sampling.temperature, min=0, max=2,
                step=0.05, description=say("setting.temperature.tip")),
         Slider(id="top_p", label=say("setting.top_p"), initial=sampling.top_p, min=0.05, max=1, step=0.05),
@@ -66,14 +66,41 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
     ]
 
 
-def _preset_select(settings: Settings, prefs: ChatPreferences, locked: str | None) -> Select:
+def _preset_select(settings: Settings, prefs: ChatPreferences, locked: str | None,
+                   running: presets.Preset | None) -> Select:
     if locked is not None:
         return Select(id="preset", label=say("setting.preset"), items={prefs.preset: prefs.preset},
                       initial_value=prefs.preset, disabled=True, description=locked)
-    labels = preset_labels(settings)
+    labels, note = preset_choices(settings, prefs.preset, running)
+    purposes = preset_labels(settings)
+    details = "\n".join(purposes[name] for name in labels)
     return Select(id="preset", label=say("setting.preset"), items={v: k for k, v in labels.items()},
                   initial_value=prefs.preset if prefs.preset in labels else "auto",
-                  description=say("setting.preset.tip"))
+                  description=" ".join(filter(None, [say("setting.preset.tip"), note])) + "\n\n" + details)
+
+
+def preset_choices(settings: Settings, chosen: str, running: presets.Preset | None) -> tuple[dict[str, str], str]:
+    """The presets this device can run, each by a short label (a phone's width holds it; what each is for goes in
+    the description), and a note on those left out or marked. `auto` says what it runs, or would pick here."""
+    gpu = None if settings.device == "cpu" or hardware.cpu_build() else hardware.gpu()
+    weights = sizing.weights_bytes(settings.model)
+    free = None
+    if gpu is not None:  # a switch first gives back what the running engine holds
+        held = running is not None and running.device == "cuda"
+        free = gpu.free_bytes + (sizing.footprint(running, weights).total if held else 0)
+    offered, too_big = presets.runnable(free, weights, settings.custom_preset)
+    picked = (running if chosen == "auto" and running is not None
+              else presets.BUILT_IN["cpu"] if free is None else presets.pick_auto(free, weights))
+    labels = {name: say("preset.too_big", name=name) if name in too_big else name for name in offered}
+    if picked is not None:
+        labels["auto"] = say("preset.auto_now", name=picked.name)
+    if gpu is None:
+        note = say("preset.no_gpu")
+    elif too_big:
+        note = say("preset.too_big.note", gpu=gpu.name, free=free / sizing.GIB)
+    else:
+        note = ""
+    return labels, note
 
 
 def context_of(settings: Settings, preset_name: str, running: presets.Preset | None = None) -> int:

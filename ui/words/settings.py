@@ -37,6 +37,14 @@ TEXTS = {
     "preset.cpu-8bit": ("No GPU, faster: the processor with 8-bit weights (int8), 4k context",
                         "无 GPU，更快：在处理器上用 8 位权重（int8）运行，4k 上下文"),
 
+    # what the preset list says about this device
+    "preset.auto_now": ("auto (now: {name})", "auto（当前：{name}）"),
+    "preset.too_big": ("{name} (too big)", "{name}（放不下）"),
+    "preset.no_gpu": ("GPU presets need an NVIDIA GPU: this machine has none, so only the processor's presets are "
+                      "offered.", "GPU 预设需要 NVIDIA 显卡：本机没有，因此只列出处理器的预设。"),
+    "preset.too_big.note": ("Presets marked too big need more memory than {gpu} has free ({free:.1f} GiB).",
+                            "标为“放不下”的预设需要的显存超过 {gpu} 的空闲显存（{free:.1f} GiB）。"),
+
     # a change the sidebar refuses
     "settings.not_applied": ("Settings not applied: {why} The sidebar shows the settings in use again.",
                              "设置未生效：{why} 侧栏已恢复为当前使用的设置。"),
