@@ -163,3 +163,41 @@ def test_an_imported_chat_opens_in_the_same_tab_and_is_listed_there(app_server, 
                              f"tab's history; {page_state(browser)}") from None
     shot(browser, tmp_path, "import.png")
     assert len(browser.window_handles) == len(tabs), "the imported chat opened in a new tab"
+
+
+def test_the_first_page_keeps_its_welcome_while_the_engine_starts_and_new_chat_says_chats_are_kept(
+        engine_env, browser, tmp_path):
+    import json
+
+    from selenium.webdriver.common.by import By
+
+    from harness.presets import APP_PRESET
+    from harness.server import ChainlitServer
+
+    server = ChainlitServer({**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)},
+                            tmp_path / "chainlit.log").start()
+    try:
+        wait = waiter(browser)
+        browser.get(server.url)
+        try:
+            wait.until(lambda d: "Explain KV caching" in body(d) and d.find_elements(By.ID, "command-Status"),
+                       "the first page shows no starters")
+        finally:
+            shot(browser, tmp_path, "welcome.png")
+        wait.until(lambda d: server_ready(server), "the engine did not start")
+        # the progress went to each open chat before the engine was ready: none took the welcome's place
+        wait.until(lambda d: "Explain KV caching" in body(d))
+        shot(browser, tmp_path, "welcome.png")
+        assert "Starting the model engine" not in body(browser), "a start note took the place of the welcome"
+        wait.until(click("new-chat-button"), "no New chat button")
+        wait.until(lambda d: "Create New Chat" in body(d), "no New chat dialog")
+        said = body(browser)
+        shot(browser, tmp_path, "new-chat.png")
+        assert "clear your current chat history" not in said and "stays in your history" in said, said[-300:]
+    finally:
+        assert server.stop() == 0
+
+
+def server_ready(server) -> bool:
+    """Whether the server's engine is up, by its log (the page is not asked: asking would add a message)."""
+    return "engine ready:" in server.log_path.read_text()

@@ -37,6 +37,7 @@ class ChatState:
     request_id: str | None = None  # the engine's request while that reply is being written
     waiting: dict | None = None  # a question that waits for the engine's start ("Try again" answers it)
     start: asyncio.Task | None = None  # the engine's start as this chat shows it (ui/start_note.py)
+    start_shown: object = None  # that start's note (ui/start_note.py), sent once a message waits for it
 
     @property
     def replying(self) -> bool:
@@ -114,7 +115,7 @@ def commands() -> list[dict]:
 
 
 async def _start_engine(engine, state: ChatState) -> None:
-    if await start_note.ensure_engine(engine, state, keep_note=True):
+    if await start_note.ensure_engine(engine, state, quiet=True):
         await send_sidebar(engine, state.prefs)  # the slider follows the context that now runs
 
 
