@@ -180,15 +180,15 @@ def open_threads_at_first_words() -> None:
 async def write_now(write):
     """Await `write()` (data layer calls) outside this chat's socket session, so none is queued behind its first
     message; returns what it returns."""
-    import asyncio
-
     from chainlit.context import init_http_context
+
+    from tasks import spawn
 
     async def outside():
         init_http_context()  # in this task only: its context is a copy
         return await write()
 
-    return await asyncio.create_task(outside())
+    return await spawn(outside())
 
 
 STOP_NOTICE = "Task manually stopped."  # chainlit.socket's stop handler posts it

@@ -21,6 +21,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from tasks import spawn
+
 KEY_PREFIX = "chat-"  # tells a user's key from the operator's CHAT_API_KEY and from text that is no key at all
 KEY_SHAPE = re.compile(r"chat-[A-Za-z0-9_-]{43}")  # the prefix and token_urlsafe(32)
 MAX_NAME = 60
@@ -134,7 +136,7 @@ class KeyCheck:
         self._written[key_id] = self.now()
         self._pending[key_id] = _now()
         if self._writing is None or self._writing.done():
-            self._writing = asyncio.get_running_loop().create_task(self._write())
+            self._writing = spawn(self._write())
 
     async def _write(self) -> None:
         """The pending last uses in one transaction; a failed write is only a late 'last used'."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from engine.admission import API, CHAT
+from tasks import spawn
 
 log = logging.getLogger("history")
 FLUSH_S = 1.0
@@ -66,7 +67,7 @@ class UsageBook:
         for index, value in enumerate((1, ticket.prompt, ticket.cached, ticket.reply)):
             counts[index] += value
         if self._writing is None or self._writing.done():
-            self._writing = asyncio.get_running_loop().create_task(self._write_soon())
+            self._writing = spawn(self._write_soon())
 
     async def _write_soon(self) -> None:
         await asyncio.sleep(FLUSH_S)  # what comes meanwhile goes in the same transaction

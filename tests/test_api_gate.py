@@ -111,7 +111,7 @@ async def test_too_many_sequences_are_refused_before_the_engine_starts(tmp_path)
     assert refused.json()["error"]["message"].startswith("This request asks for 640 sequences (40 prompts x n=16)")
     # within the preset's 8 slots: let through to the start (which fails here: no model), not refused for its n
     within = await asgi_post(engine, "/v1/chat/completions", {"model": "m", "messages": MESSAGES, "n": "8"})
-    assert within.status_code == 503 and "could not be found" in within.json()["error"]["message"]
+    assert within.status_code == 503 and "There is no model folder" in within.json()["error"]["message"]
     assert engine.api_sequences == 0
 
 
@@ -133,5 +133,5 @@ async def test_an_engine_that_cannot_start_gives_api_clients_a_503_with_the_reas
     for response in (first, again):  # the failure is remembered: the second request does not start it again
         assert response.status_code == 503
         error = response.json()["error"]
-        assert "could not be found" in error["message"] and "CHAT_MODEL" in error["message"]
+        assert "There is no model folder" in error["message"] and "CHAT_MODEL" in error["message"]
     assert engine.client is None and engine.api_sequences == 0
