@@ -1,9 +1,11 @@
 """The library through a real server with sign-in, on SQLite and on PostgreSQL: a user adds a file with the Library
 command, sees it listed, asks with "Answer from my library" on and gets the right passage in the prompt with its
 source under the reply, picks a document with @name, and removes it; another user sees none of it; a bad file
-is refused with nothing stored; a restart keeps the library. The tiny model's words are gibberish, so what is
-judged is what the app put in the prompt (the question's stored attachment) and what it shows."""
+is refused with nothing stored; a restart keeps the library; the list's Remove buttons remove by pointing. The
+tiny model's words are gibberish, so what is judged is what the app put in the prompt (the question's stored
+attachment) and what it shows."""
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -146,5 +148,56 @@ async def test_the_api_answers_from_the_library_of_this_machines_user_on_loopbac
         with pytest.raises(openai.BadRequestError, match="must be true"):
             await api.chat.completions.create(model=env["CHAT_MODEL"], max_tokens=4, messages=asked,
                                               extra_body={"library": "all of it"})
+    finally:
+        assert server.stop() == 0
+
+
+REMOVE = "library_remove"
+
+
+async def until(condition, within_s: float = 60) -> None:
+    """Wait for what the socket tells: its events may come after the action's HTTP answer."""
+    for _ in range(int(within_s / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the chat did not show what the button did")
+
+
+async def press(chat: ChatClient, action: dict) -> str:
+    """Press a button; the text of what the app answered (a message, once the socket has brought it)."""
+    before = set(chat.messages)
+    pressed = await chat.click(action)
+    assert pressed.status_code == 200, pressed.text
+    await until(lambda: any(m.content for m in chat.messages.values() if m.id not in before))
+    return "\n".join(m.content for m in chat.messages.values() if m.id not in before)
+
+
+async def test_each_listed_document_has_a_remove_button_that_removes_it(engine_env, tmp_path):
+    env = {**engine_env, "CHAT_HISTORY_DB": str(tmp_path / "chats.db"), "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET),
+           "CHAT_API": "false"}
+    server = ChainlitServer(env, tmp_path / "chainlit.log").start()
+    try:
+        chat = await ChatClient(server.url).connect()
+        try:
+            added = await command(chat, files=[await upload(chat, "kettle-manual.txt", MANUAL),
+                                               await upload(chat, "养花笔记.txt", PLANTS)])
+            assert "Added to your library" in added, added
+            listed = await command(chat)
+            buttons = [a for a in chat.actions if a["name"] == REMOVE]
+            assert [b["label"] for b in buttons] == ["Remove 1: kettle-manual.txt", "Remove 2: 养花笔记.txt"], listed
+            kettle = buttons[0]
+
+            assert "Removed **kettle-manual.txt**" in await press(chat, kettle)
+            await until(lambda: kettle not in chat.actions)  # the removed document's button goes
+            assert buttons[1] in chat.actions, "the other document's button went too"
+            now = await command(chat)
+            assert "| 1 | 养花笔记.txt |" in now and "kettle" not in now, now
+
+            again = await press(chat, kettle)  # a stale button (an older list on another tab)
+            assert "no longer in your library" in again, again
+            assert "| 1 | 养花笔记.txt |" in await command(chat), "a stale button removed another document"
+        finally:
+            await chat.close()
     finally:
         assert server.stop() == 0

@@ -24,6 +24,8 @@ LIBRARY_ATTACHMENT = "From your library"
 _PICKED = re.compile(r'(?:^|\s)@(?:"([^"]+)"|(\S+))')
 _PUNCTUATION = ".,:;!?)]}'\"，。：；！？、）」』"  # "@kettle, how...": what follows a name is not part of it
 REMOVE = ("remove", "删除")  # the word that removes a document, in either language
+REMOVE_ACTION = "library_remove"  # a listed document's button (its callback is below)
+SHORT_NAME = 24  # characters of a name on its button: a row of buttons must fit a phone's width
 
 
 @dataclass
@@ -116,8 +118,31 @@ async def _list(layer) -> None:
     rows = [f"| {n} | {_cell(d.name)} | {_size_text(d.bytes)} | {d.created_at[:16].replace('T', ' ')} | {d.passages} |"
             for n, d in enumerate(documents, 1)]
     table = "\n".join([say("library.head"), "|---|---|---|---|---|", *rows])
-    await cl.Message(content=say("library.list", count=len(documents), table=table, how=say("library.how")),
-                     author="system").send()
+    buttons = [cl.Action(name=REMOVE_ACTION, payload={"id": d.id}, icon="trash-2",
+                         label=say("library.remove_button", n=n, name=_short(d.name)),
+                         tooltip=say("library.remove_tip", name=d.name)) for n, d in enumerate(documents, 1)]
+    content = say("library.list", count=len(documents), table=table, how=say("library.how"))
+    await cl.Message(content=f"{content}\n\n{say('library.buttons')}", author="system", actions=buttons).send()
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= SHORT_NAME else name[:SHORT_NAME - 1] + "…"
+
+
+@cl.action_callback(REMOVE_ACTION)
+async def remove_pressed(action: cl.Action) -> None:
+    """A listed document's Remove button: the document goes (if it is still this user's), and its button with it;
+    the list's other buttons stay."""
+    from chainlit.data import get_data_layer
+
+    layer, document_id = get_data_layer(), (action.payload or {}).get("id")
+    documents = {d.id: d for d in await library.documents(layer, _user())} if layer is not None else {}
+    if not isinstance(document_id, str) or document_id not in documents:
+        await cl.ErrorMessage(content=say("library.already_gone"), author="system").send()
+    else:
+        await library.remove(layer, _user(), document_id)
+        await cl.Message(content=say("library.removed", name=documents[document_id].name), author="system").send()
+    await action.remove()
 
 
 def _cell(name: str) -> str:

@@ -40,6 +40,12 @@ TEXTS = {
                         "from the list (the Library command lists them).",
                         "你的文档库中没有“{which}”：请发送 `remove` 加列表中文档的编号或名称（“文档库”命令会列出"
                         "它们）。"),
+    "library.buttons": ("Press a document's button to remove it from your library.",
+                        "按文档的按钮即可将其从文档库删除。"),
+    "library.remove_button": ("Remove {n}: {name}", "删除 {n}：{name}"),
+    "library.remove_tip": ("Remove {name} and its passages from your library", "从文档库删除 {name} 及其段落"),
+    "library.already_gone": ("That document is no longer in your library: list it again with the Library command.",
+                             "该文档已不在你的文档库中：请用“文档库”命令重新列出。"),
     "library.removed": ("Removed **{name}** from your library.", "已从你的文档库删除 **{name}**。"),
     "library.empty": ("Your library is empty. {how}", "你的文档库是空的。{how}"),
     "library.list": ("Your library ({count} documents):\n\n{table}\n\n{how}",
