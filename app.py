@@ -16,7 +16,7 @@ import wiring  # noqa: E402
 from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
-from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, sessions,  # noqa: E402
+from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, my_defaults, sessions,  # noqa: E402
                 settings_first, sidebar, start_note, text, usage)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
@@ -118,6 +118,7 @@ async def on_settings(values: dict):
                               author="system").send()
         return
     chat.prefs = new
+    await my_defaults.follow(prefs, new)
     keep_settings(chat_history)
     if new.preset != prefs.preset:
         await switch_preset(engine, chat, new.preset)

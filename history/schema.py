@@ -53,7 +53,11 @@ USAGE_TABLE = ('CREATE TABLE IF NOT EXISTS chat_usage ("user_identifier" TEXT NO
                '"source" TEXT NOT NULL, "requests" BIGINT NOT NULL, "prompt_tokens" BIGINT NOT NULL, '
                '"cached_tokens" BIGINT NOT NULL, "reply_tokens" BIGINT NOT NULL, '
                'PRIMARY KEY ("user_identifier", "day", "source"))')
-APP_TABLES = [LOGINS_TABLE, SESSIONS_TABLE, ATTACHMENTS_TABLE, ATTACHMENTS_INDEX, KEYS_TABLE, KEYS_INDEX, USAGE_TABLE]
+# Each user's own defaults for new chats ("Use these for new chats" in the sidebar): the sidebar's values as JSON.
+DEFAULTS_TABLE = ('CREATE TABLE IF NOT EXISTS chat_user_defaults ("user_identifier" TEXT PRIMARY KEY, '
+                  '"settings" TEXT NOT NULL)')
+APP_TABLES = [LOGINS_TABLE, SESSIONS_TABLE, ATTACHMENTS_TABLE, ATTACHMENTS_INDEX, KEYS_TABLE, KEYS_INDEX, USAGE_TABLE,
+              DEFAULTS_TABLE]
 # Each user's library (history/library.py): documents, their passages, and the passages' full-text index: FTS5 on
 # SQLite, a tsvector column with a GIN index on PostgreSQL, both over the words history/passages.py makes.
 LIBRARY_TABLES = [

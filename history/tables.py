@@ -1,6 +1,7 @@
 """The app's own tables beside Chainlit's (made by history/schema.py), read and written here only: the password
 hashes of the sign-in (web/signin.py, scripts/add_user.py), the thread each browser session last wrote to
-(ui/sessions.py), and the text of a question's attachments (ui/attachments.py).
+(ui/sessions.py), the text of a question's attachments (ui/attachments.py), and each user's own defaults for new
+chats (ui/my_defaults.py).
 
 Each function takes the history's data layer (history/layer.py), whose `execute_sql` runs on SQLite's one writer
 thread or PostgreSQL's pool; scripts/add_user.py, which runs without the app, passes its statements' text to its
@@ -23,6 +24,10 @@ _ATTACHMENT_UPSERT = ('INSERT INTO chat_attachments ("for_id", "position", "thre
 _ATTACHMENTS = ('SELECT "for_id", "name", "text" FROM chat_attachments WHERE "thread_id" = :thread '
                 'ORDER BY "for_id", "position"')
 DELETE_ATTACHMENTS = 'DELETE FROM chat_attachments WHERE "thread_id" = :thread'
+_DEFAULTS_UPSERT = ('INSERT INTO chat_user_defaults ("user_identifier", "settings") VALUES (:user, :settings) '
+                    'ON CONFLICT ("user_identifier") DO UPDATE SET "settings" = EXCLUDED."settings"')
+_DEFAULTS = 'SELECT "settings" FROM chat_user_defaults WHERE "user_identifier" = :user'
+_DEFAULTS_FORGET = 'DELETE FROM chat_user_defaults WHERE "user_identifier" = :user'
 
 
 def _rows(result) -> list[dict]:
@@ -53,3 +58,17 @@ async def keep_attachment(layer, for_id: str, position: int, thread_id: str, nam
 async def attachments(layer, thread_id: str) -> list[dict]:
     """A thread's attachments, each with the id of its question ("for_id"), its name and text, in order."""
     return _rows(await layer.execute_sql(_ATTACHMENTS, {"thread": thread_id}))
+
+
+async def keep_defaults(layer, user: str, settings: str) -> None:
+    """`settings` (the sidebar's values as JSON) become what `user`'s new chats start with."""
+    await layer.execute_sql(_DEFAULTS_UPSERT, {"user": user, "settings": settings})
+
+
+async def user_defaults(layer, user: str) -> str | None:
+    rows = _rows(await layer.execute_sql(_DEFAULTS, {"user": user}))
+    return rows[0]["settings"] if rows else None
+
+
+async def forget_defaults(layer, user: str) -> None:
+    await layer.execute_sql(_DEFAULTS_FORGET, {"user": user})

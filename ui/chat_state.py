@@ -16,7 +16,7 @@ import chainlit as cl
 from chainlit_patches import resume
 from history.turns import turns_from
 from tasks import spawn
-from ui import attachments, reply, sessions, sidebar, start_note
+from ui import attachments, my_defaults, reply, sessions, sidebar, start_note
 from ui.words import say
 
 STATE_ATTR = "ernie_chat_state"
@@ -91,7 +91,8 @@ async def _make(engine, thread: dict | None) -> ChatState:
         state = ChatState(turns_from(thread, await attachments.stored(thread["id"])),
                           sidebar.resumed(session.chat_settings or {}, engine.settings, engine.preset_name))
     else:
-        state = ChatState([], sidebar.defaults(engine.settings, engine.preset_name))
+        state = ChatState([], await my_defaults.new_chat(sidebar.defaults(engine.settings, engine.preset_name),
+                                                         engine.settings))
     await send_sidebar(engine, state.prefs)
     await cl.context.emitter.set_commands(commands())
     state.reply = None if thread is None else reply.stored(thread, state.turns)

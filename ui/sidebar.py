@@ -40,6 +40,7 @@ class ChatPreferences:
     show_stats: bool
     preset: str
     library: bool = False  # answer from the user's library (ui/library.py)
+    my_defaults: bool = False  # this chat's sampling is what the user's new chats start with (ui/my_defaults.py)
 
 
 def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset | None = None,
@@ -63,6 +64,8 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
         Switch(id="show_stats", label=say("setting.show_stats"), initial=prefs.show_stats),
         Switch(id="library", label=say("setting.library"), initial=prefs.library,
                description=say("setting.library.tip")),
+        Switch(id="my_defaults", label=say("setting.my_defaults"), initial=prefs.my_defaults,
+               description=say("setting.my_defaults.tip")),
     ]
 
 
@@ -145,15 +148,16 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
     system_prompt = values.get("system_prompt", previous.system_prompt)
     show_stats = values.get("show_stats", previous.show_stats)
     library = values.get("library", previous.library)
+    my_defaults = values.get("my_defaults", previous.my_defaults)
     preset = values.get("preset", previous.preset)
     if not isinstance(system_prompt, str) or len(system_prompt) > MAX_SYSTEM_PROMPT:
         size = say("settings.system_prompt.size", size=len(system_prompt)) if isinstance(system_prompt, str) else ""
         raise ValueError(say("settings.system_prompt", most=MAX_SYSTEM_PROMPT, size=size))
     valid = presets.names(settings.custom_preset)
-    if not isinstance(show_stats, bool) or not isinstance(library, bool) or (preset != previous.preset
-                                                                            and preset not in valid):
+    switches = (show_stats, library, my_defaults)
+    if not all(isinstance(s, bool) for s in switches) or (preset != previous.preset and preset not in valid):
         raise ValueError(say("settings.switches", valid=", ".join(valid)))
-    return ChatPreferences(sampling, system_prompt, show_stats, preset, library)
+    return ChatPreferences(sampling, system_prompt, show_stats, preset, library, my_defaults)
 
 
 def _short(said: str, most: int = 300) -> str:

@@ -19,6 +19,11 @@ TEXTS = {
                             "command adds them), with their sources. @name in a message picks documents for it.",
                             "每个问题都根据你文档中最相关的段落回答（用“文档库”命令添加文档），并注明出处。在消息里"
                             "写 @文档名 可指定要用的文档。"),
+    "setting.my_defaults": ("Use these for new chats", "新对话使用这些设置"),
+    "setting.my_defaults.tip": ("Your new chats start with this chat's temperature, top p, max new tokens and system "
+                                "prompt, kept with your account. Off: new chats start with the app's defaults.",
+                                "你的新对话将使用本对话的温度、Top p、最大新 token 数和系统提示词（随账户保存）。"
+                                "关闭后，新对话使用应用的默认设置。"),
 
     # the presets as the sidebar lists them (a custom preset's purpose is the user's own, shown as written)
     "preset_label": ("{name}: {purpose}", "{name}：{purpose}"),
