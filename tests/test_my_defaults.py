@@ -7,13 +7,14 @@ import json
 from harness.chat_client import ChatClient
 from harness.presets import APP_PRESET
 from harness.server import ChainlitServer
+from harness.stored import SECRET, add_user
 
 MINE = {"temperature": 0.3, "top_p": 0.5, "max_tokens": 64, "system_prompt": "Answer like a ship's captain."}
 
 
-async def opened(url: str) -> dict:
-    """The sidebar's values in a new chat."""
-    chat = await ChatClient(url).connect()
+async def opened(url: str, *signed_in: str) -> dict:
+    """The sidebar's values in a new chat (of a signed-in user: name and password)."""
+    chat = await ChatClient(url, *signed_in).connect()
     try:
         return {widget["id"]: widget["initial"] for widget in chat.settings_widgets}
     finally:
@@ -49,5 +50,25 @@ async def test_a_chats_sampling_kept_as_my_defaults_opens_the_next_chats_until_t
         back = await opened(server.url)
         assert {key: back[key] for key in MINE} == {key: first[key] for key in MINE}, back
         assert back["my_defaults"] is False
+    finally:
+        assert server.stop() == 0
+
+
+async def test_my_defaults_are_mine_alone(engine_env, tmp_path):
+    env = {**engine_env, **SECRET, "CHAT_HISTORY_DB": str(tmp_path / "chats.db"), "CHAT_API": "false",
+           "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET)}
+    add_user(env, "alice", "alice-password")
+    add_user(env, "bob", "bob-password")
+    server = ChainlitServer(env, tmp_path / "chainlit.log", host="0.0.0.0").start()
+    try:
+        alice = await ChatClient(server.url, "alice", "alice-password").connect()
+        try:
+            await alice.change_settings({**MINE, "my_defaults": True})
+        finally:
+            await alice.close()
+        hers = await opened(server.url, "alice", "alice-password")
+        his = await opened(server.url, "bob", "bob-password")
+        assert {key: hers[key] for key in MINE} == MINE, hers
+        assert his["system_prompt"] != MINE["system_prompt"] and his["my_defaults"] is False, his
     finally:
         assert server.stop() == 0
