@@ -5,7 +5,9 @@ The documents are kept by history/library.py in the history's database, each use
 the library when the chat's "Answer from my library" switch is on, or when it names documents with @name
 (those only). The passages found go into the prompt as one numbered attachment of the question, so the chat's
 later prompts, a reopened chat and an export have them as the model read them (ui/attachments.py keeps a
-question's attachments); the reply's last line names each passage's document and place.
+question's attachments); the reply's last line names each passage's document and place. The list of documents
+carries a Remove button for each. Typing @ offers no names: Chainlit 2.12's message box suggests only the
+commands, after a leading "/", and has no hook for other suggestions.
 """
 
 import asyncio
