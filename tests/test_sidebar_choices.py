@@ -44,3 +44,7 @@ def test_on_a_small_gpu_auto_says_what_runs_and_presets_that_do_not_fit_are_mark
     assert offered["8gb"] == "8gb (too big)" and offered["6gb"] == "6gb (too big)", offered
     assert "cpu" in offered and "RTX 3050" in select["description"], select
     assert all(len(label) <= PHONE_LABEL for label in offered.values()), offered
+    on_cpu = load_settings(preset="auto", device="cpu")  # the GPU is there, the server told to leave it
+    forced = preset_widget(sidebar.widgets(on_cpu, sidebar.defaults(on_cpu, "auto")))
+    assert {item["value"] for item in forced["items"]} == {"auto", "cpu", "cpu-8bit"}, forced
+    assert "CHAT_DEVICE=cpu" in forced["description"], "a GPU machine told it has no GPU"

@@ -97,7 +97,9 @@ def preset_choices(settings: Settings, chosen: str, running: presets.Preset | No
     labels = {name: say("preset.too_big", name=name) if name in too_big else name for name in offered}
     if picked is not None:
         labels["auto"] = say("preset.auto_now", name=picked.name)
-    if gpu is None:
+    if settings.device == "cpu":
+        note = say("preset.cpu_only")
+    elif gpu is None:
         note = say("preset.no_gpu")
     elif too_big:
         note = say("preset.too_big.note", gpu=gpu.name, free=free / sizing.GIB)

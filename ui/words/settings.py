@@ -47,6 +47,8 @@ TEXTS = {
     "preset.too_big": ("{name} (too big)", "{name}（放不下）"),
     "preset.no_gpu": ("GPU presets need an NVIDIA GPU: this machine has none, so only the processor's presets are "
                       "offered.", "GPU 预设需要 NVIDIA 显卡：本机没有，因此只列出处理器的预设。"),
+    "preset.cpu_only": ("This server runs on the processor only (CHAT_DEVICE=cpu), so only the processor's presets "
+                        "are offered.", "本服务器只在处理器上运行（CHAT_DEVICE=cpu），因此只列出处理器的预设。"),
     "preset.too_big.note": ("Presets marked too big need more memory than {gpu} has free ({free:.1f} GiB).",
                             "标为“放不下”的预设需要的显存超过 {gpu} 的空闲显存（{free:.1f} GiB）。"),
 
