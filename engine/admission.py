@@ -143,6 +143,7 @@ class Admission:
 
 
 def default_share(max_num_seqs: int) -> int:
-    """Three quarters of the slots: one user alone keeps most of the engine's rate, and a quarter stays free for
-    everyone else's chats to start at once (docs/scaling.md, "A fair share")."""
-    return max(1, max_num_seqs * 3 // 4)
+    """All the slots but an eighth (at least one): slots a user leaves idle cost the engine's rate almost one for
+    one (a step of the CPU engine costs about the same for 12 sequences as for 16: docs/scaling.md, "A fair
+    share"), and the eighth kept free lets everyone else's chats start at once."""
+    return max(1, max_num_seqs - max(1, max_num_seqs // 8))

@@ -88,8 +88,8 @@ class Settings(BaseSettings):
                                         "server listens on any address other than loopback.")
     user_share: int | None = Field(
         None, ge=0, le=1024, description="The most sequences one user (a chat's user or an API key's) runs at once, "
-        "chats and API together; more wait for their own earlier requests to end. Unset: three quarters of the "
-        "preset's slots. 0 turns shares and chat-first priority off (first come, first served).")
+        "chats and API together; more wait for their own earlier requests to end. Unset: the preset's slots but an "
+        "eighth. 0 turns shares and chat-first priority off (first come, first served).")
     api_wait_s: float = Field(120.0, ge=0.0, le=600.0, description="How long an API request waits for a starting or "
                                                                  "switching engine before a 503 with Retry-After.")
     history: bool = Field(True, description="Keep chats in a database and list them in the sidebar; false keeps them "

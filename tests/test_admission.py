@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from engine.admission import API, CHAT, PRIORITY, Admission, default_share
+from engine.admission import API, CHAT, PRIORITY, Admission
 from engine.engine import ChatEngine
 from engine.presets import Preset
 from engine.settings import load_settings
@@ -128,21 +128,20 @@ async def test_chats_go_before_api_requests_in_the_engine_and_without_shares_nob
         await requests.end(f"ann{n}")
 
 
-@pytest.mark.parametrize("setting, slots, share", [(None, 16, 12), (None, 8, 6), (None, 1, 1), (None, 2, 1),
-                                                   (5, 16, 5), (0, 16, None)])
-def test_the_share_is_three_quarters_of_the_preset_s_slots_unless_the_operator_sets_it(setting, slots, share):
+@pytest.mark.parametrize("setting, slots, share", [(None, 16, 14), (None, 32, 28), (None, 8, 7), (None, 1, 1),
+                                                   (None, 2, 1), (5, 16, 5), (0, 16, None)])
+def test_the_share_is_the_preset_s_slots_but_an_eighth_unless_the_operator_sets_it(setting, slots, share):
     custom = Preset(**{**TEST_PRESET, "max_num_seqs": slots})
     engine = ChatEngine(load_settings(preset="custom", custom_preset=custom, user_share=setting))
     engine.preset = custom
     assert engine.admission.share == share
     assert engine.admission.prioritized == (setting != 0)
-    assert default_share(slots) == max(1, slots * 3 // 4)
 
 
 async def test_the_status_panel_says_how_many_wait_for_their_share():
     from ui.text import status_text
 
-    custom = Preset(**{**TEST_PRESET, "max_num_seqs": 4})
+    custom = Preset(**{**TEST_PRESET, "max_num_seqs": 4})  # a share of 3
     engine = ChatEngine(load_settings(preset="custom", custom_preset=custom))
     engine.preset = custom
     requests = Requests(engine.admission)
