@@ -201,3 +201,32 @@ async def test_each_listed_document_has_a_remove_button_that_removes_it(engine_e
             await chat.close()
     finally:
         assert server.stop() == 0
+
+
+async def test_a_regenerated_answer_from_the_library_names_the_same_sources(engine_env, tmp_path):
+    env = {**engine_env, "CHAT_HISTORY_DB": str(tmp_path / "chats.db"), "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET),
+           "CHAT_API": "false"}
+    server = ChainlitServer(env, tmp_path / "chainlit.log").start()
+    try:
+        chat = await ChatClient(server.url).connect()
+        try:
+            added = await command(chat, files=[await upload(chat, "kettle-manual.txt", MANUAL)])
+            assert "Added to your library" in added, added
+            await chat.change_settings({"max_tokens": 16, "library": True})
+            first = await chat.ask("How often should I descale the kettle?")
+            assert "[1] kettle-manual.txt, passage 1" in first.content, first.content
+            await until(lambda: (chat.action("regenerate_reply") or {}).get("forId") == first.id)
+            await chat.click(chat.action("regenerate_reply"))
+
+            def regenerated():
+                return [m for m in chat.replies("ERNIE Chat") if m.id != first.id and "reply tokens" in m.content]
+            await until(lambda: first.id not in chat.messages and regenerated())
+            again = regenerated()[-1]
+            assert "From your library: " in again.content, again.content
+            assert "[1] kettle-manual.txt, passage 1" in again.content, again.content
+            assert any(e.get("forId") == again.id and e.get("name", "").startswith("[1] kettle-manual.txt")
+                       for e in chat.elements), "the passage is shown beside the new answer"
+        finally:
+            await chat.close()
+    finally:
+        assert server.stop() == 0

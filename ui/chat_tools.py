@@ -15,6 +15,7 @@ import chainlit as cl
 
 from engine.backend import CHANGING
 from ui import chat_state, start_note
+from ui.library import Found
 from ui.reply import reply_to
 from ui.words import say
 
@@ -45,12 +46,15 @@ async def _ready(engine, chat, action: cl.Action) -> bool:
 
 async def _answer(engine, layer, chat, going_on: cl.Message | None, replaces: cl.Message | None = None) -> None:
     """Answer the chat's last question again (`going_on`: by continuing that reply; `replaces`: the reply a new one
-    takes the place of), as a task the chat can stop."""
+    takes the place of), as a task the chat can stop. The question keeps the library's passages it was asked
+    with, so the answer names the same sources as the reply it continues or replaces."""
     asked, earlier = chat.turns[-2:]
     del chat.turns[-2:]  # the turns come back when the reply is finished, or as they were when it is refused
+    found = Found.stored((going_on or replaces).metadata)
     await cl.context.emitter.task_start()
     try:
-        await reply_to(engine, layer, chat, chat.turns, asked, going_on, earlier=earlier, replaces=replaces)
+        await reply_to(engine, layer, chat, chat.turns, asked, going_on, found=found, earlier=earlier,
+                       replaces=replaces)
     finally:
         await cl.context.emitter.task_end()
 

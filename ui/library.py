@@ -13,7 +13,7 @@ commands, after a leading "/", and has no hook for other suggestions.
 import asyncio
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import chainlit as cl
 
@@ -37,6 +37,21 @@ class Found:
     passages: list[library.Passage]
     tokens: int
     note: str = ""  # what the user should know about how they were chosen; alone when there are none
+
+    def record(self) -> dict:
+        """What the reply's metadata keeps of it, so a Regenerate (also of a reopened chat) names the same
+        sources: the prompt it answers holds the same passages."""
+        return {"passages": [asdict(p) for p in self.passages], "tokens": self.tokens, "note": self.note}
+
+    @classmethod
+    def stored(cls, metadata: dict | None) -> "Found | None":
+        """The sources a reply named, from its metadata (None: it drew on no library, or a record of another
+        version)."""
+        record = (metadata or {}).get("found")
+        try:
+            return cls([library.Passage(**p) for p in record["passages"]], record["tokens"], record["note"])
+        except (KeyError, TypeError):
+            return None
 
     def sources_line(self) -> str:
         if not self.passages:

@@ -85,6 +85,7 @@ class Reply:
         stopped = finish == "abort"
         extra = [say("reply.stopped")] if stats is None else text.notes(stats, stopped)
         if self.found is not None:
+            self.message.metadata["found"] = self.found.record()
             extra.append(self.found.sources_line())
             self.message.elements = library.source_elements(self.found)
         if stats is not None and self.show_stats:
