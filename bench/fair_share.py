@@ -4,11 +4,13 @@
 
 User A sends 4x the preset's slots of API requests at once (long replies) through the API gate (api/gate.py, the
 real admission and vLLM's OpenAI app, in this process); user B chats through the engine layer, first alone, then
-beside A's flood. Both modes run in this process one after the other, each with an engine of its own:
-"before" is CHAT_USER_SHARE=0 (no shares, vLLM's first come, first served), "after" the default share and
-priority scheduling. Rows: B's time to first token and tokens/s alone and beside the flood (their ratio), A's
-requests finished by B's first token, and the engine's total rate while the flood ran (A's and B's tokens over
-the flood's wall time). Results: bench/results/fair-share-<time>.json and -.png.
+beside A's flood. "before" is the admission without shares or priorities (as CHAT_USER_SHARE=0: every request at
+priority 0, which vLLM's priority queue serves in arrival order, as first come, first served), "after" the
+default share and priorities. Both run on one engine, switched between phases, alternately (`--repeat` times):
+on a machine shared with other work, what it does meanwhile then falls on both alike. Rows: B's time to first
+token and tokens/s alone and beside the flood (their ratio), A's requests finished by B's first token, and the
+engine's total rate while the flood ran (A's and B's tokens over the flood's wall time). Results:
+bench/results/fair-share-<time>.json and -.png.
 """
 
 import argparse
@@ -78,26 +80,38 @@ async def flood_beside(engine, gate, flood_tokens: int, chat_tokens: int) -> dic
             "total_tok_s": (tokens + sum(c["tokens"] for c in chats)) / wall}
 
 
-async def measure(mode: str, args) -> dict:
-    from api.gate import ApiGate
+async def measure_all(args) -> dict[str, dict]:
     from engine.engine import ChatEngine
 
-    settings = load_settings(model=args.model, preset=args.preset, user_share=0 if mode == "before" else None,
-                             idle_minutes=0)
-    engine = ChatEngine(settings)
+    engine = ChatEngine(load_settings(model=args.model, preset=args.preset, idle_minutes=0))
     began = time.monotonic()
     await engine.ensure_started()
-    print(f"[{mode}] engine ready in {time.monotonic() - began:.0f} s; share {engine.admission.share}", flush=True)
+    print(f"engine ready in {time.monotonic() - began:.0f} s", flush=True)
     try:
         # warm: the first rounds at each batch size set up the CPU's kernels
         await asyncio.gather(*(b_chats(engine, 1, 8) for _ in range(engine.preset.max_num_seqs)))
         await b_chats(engine, 2, 8)
-        alone = await b_chats(engine, args.rounds, args.chat_tokens)
-        print(f"[{mode}] B alone: {alone}", flush=True)
-        flood = await flood_beside(engine, ApiGate(engine), args.flood_tokens, args.chat_tokens)
-        print(f"[{mode}] beside the flood: {flood}", flush=True)
+        return {mode + (f" #{n + 1}" if n else ""): await measure(engine, mode, args)
+                for n in range(args.repeat) for mode in args.modes.split(",")}
     finally:
         engine.shutdown()
+
+
+def switch(engine, mode: str) -> None:
+    """The admission as it was before shares ("before") or as it is ("after"), on the running engine."""
+    settings = engine.settings.model_copy(update={"user_share": 0 if mode == "before" else None})
+    engine.admission.set_rules(lambda: settings.share(engine.preset.max_num_seqs), settings.fair_share)
+
+
+async def measure(engine, mode: str, args) -> dict:
+    from api.gate import ApiGate
+
+    switch(engine, mode)
+    alone = await b_chats(engine, args.rounds, args.chat_tokens)
+    print(f"[{mode}] share {engine.admission.share}; B alone: {alone}", flush=True)
+    flood = await flood_beside(engine, ApiGate(engine), args.flood_tokens, args.chat_tokens)
+    print(f"[{mode}] beside the flood: {flood}", flush=True)
+    settings = engine.settings.model_copy(update={"user_share": 0 if mode == "before" else None})
     beside = [c for c in flood["chats"] if c["a_done"] < flood["a_requests"]]  # first token while A still ran
     row = {"share": settings.share(engine.preset.max_num_seqs), "slots": engine.preset.max_num_seqs,
            "b_alone_ttft_ms": 1000 * statistics.median(c["ttft_s"] for c in alone),
@@ -114,9 +128,10 @@ def table(rows: dict[str, dict]) -> str:
     lines = ["| | " + " | ".join(rows) + " |", "|---" * (len(rows) + 1) + "|"]
     for key, label, fmt in ROWS:
         lines.append(f"| {label} | " + " | ".join(fmt.format(r[key]) for r in rows.values()) + " |")
-    before, after = rows.get("before"), rows.get("after")
-    if before and after:
-        lines.append(f"| total rate, after / before | | {after['total_tok_s'] / before['total_tok_s']:.0%} |")
+    for name in rows:
+        if name.startswith("after") and name.replace("after", "before") in rows:
+            ratio = rows[name]["total_tok_s"] / rows[name.replace("after", "before")]["total_tok_s"]
+            lines.append(f"| total rate, {name} / {name.replace('after', 'before')} | {ratio:.0%} |")
     return "\n".join(lines)
 
 
@@ -148,9 +163,10 @@ def main() -> None:
     parser.add_argument("--chat-tokens", type=int, default=32, help="each of B's replies")
     parser.add_argument("--rounds", type=int, default=3, help="B's chats alone")
     parser.add_argument("--modes", default="before,after")
+    parser.add_argument("--repeat", type=int, default=1, help="run the modes alternately this many times")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    rows = {mode: asyncio.run(measure(mode, args)) for mode in args.modes.split(",")}
+    rows = asyncio.run(measure_all(args))
     text = table(rows)
     print(text)
     stem = args.out / f"fair-share-{args.preset}-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -80,6 +80,10 @@ class Admission:
             if usage_sink is not None:
                 usage_sink(ticket)
 
+    def set_rules(self, share: Callable[[], int | None], prioritized: bool) -> None:
+        """Other rules from the next request on (bench/fair_share.py compares them on one running engine)."""
+        self._share, self.prioritized = share, prioritized
+
     def _fits(self, ticket: Ticket, share: int | None) -> bool:
         """Within the share; a user who holds nothing always gets in (a request larger than the share runs alone:
         the gate already refuses one larger than the engine)."""
