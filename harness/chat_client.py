@@ -56,7 +56,7 @@ class ChatClient:
         self.sio.on("chat_settings", self._on_settings)
         self.actions: list[dict] = []  # buttons the server attached to messages
         self.sio.on("action", self.actions.append)
-        self.sio.on("remove_action", lambda action: self.actions.remove(action) if action in self.actions else None)
+        self.sio.on("remove_action", self._on_remove_action)
         self.elements: list[dict] = []  # files and other elements the server sent with messages
         self.sio.on("element", self.elements.append)
         self.sio.on("first_interaction", self._on_first_interaction)
@@ -65,6 +65,13 @@ class ChatClient:
         self._resume_answered = asyncio.Event()
         self.sio.on("resume_thread", lambda thread: self._answered_resume(thread, None))
         self.sio.on("resume_thread_error", lambda error: self._answered_resume(None, error))
+
+    def _on_remove_action(self, action: dict) -> None:
+        """As the browser does: the first button with the removed one's id goes."""
+        for shown in self.actions:
+            if shown.get("id") == action.get("id"):
+                self.actions.remove(shown)
+                return
 
     def _on_first_interaction(self, data: dict) -> None:
         self.thread_id = data["thread_id"]

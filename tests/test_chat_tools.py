@@ -20,6 +20,7 @@ from ui.reply import joined
 from ui.words import say
 
 CONTINUE, REGENERATE = "continue_reply", "regenerate_reply"
+PREVIOUS, NEXT = "reply_version_previous", "reply_version_next"
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +159,38 @@ async def test_continue_goes_on_in_the_same_message_and_regenerate_replaces_the_
         assert resumed.action(REGENERATE), "a reopened chat offers the tools under its latest reply"
         await resumed.click(resumed.action(REGENERATE))
         await _until(lambda: [m for m in resumed.replies("ERNIE Chat") if "reply tokens" in m.content])
+    finally:
+        await resumed.close()
+
+
+async def test_a_regenerated_reply_keeps_the_earlier_answer_a_press_away_also_in_a_reopened_chat(client, app_server):
+    await client.change_settings({"max_tokens": 16, "temperature": 0.8})
+    first = await client.ask("Name three colours.")
+    earlier = first.content
+    await _until(lambda: (client.action(REGENERATE) or {}).get("forId") == first.id)
+    await client.click(client.action(REGENERATE))
+
+    def regenerated():
+        return [m for m in client.replies("ERNIE Chat") if m.id != first.id and "reply tokens" in m.content]
+    await _until(lambda: first.id not in client.messages and regenerated())
+    again = regenerated()[-1]
+    newest = again.content
+    assert newest.endswith("*2 / 2*"), newest
+    await _until(lambda: (client.action(PREVIOUS) or {}).get("forId") == again.id)
+    assert not client.action(NEXT), "the newest answer has no next one"
+    await client.click(client.action(PREVIOUS))
+    await _until(lambda: again.content == f"{earlier}\n\n*1 / 2*")
+    await _until(lambda: (client.action(NEXT) or {}).get("forId") == again.id and not client.action(PREVIOUS))
+    await client.click(client.action(NEXT))
+    await _until(lambda: again.content == newest)
+
+    resumed = await ChatClient(app_server.url, thread_id=client.thread_id).connect()
+    try:
+        texts = [text for kind, text in step_texts(resumed.resumed) if kind == "assistant_message"]
+        assert texts == [newest], "the history shows the newest answer"
+        await _until(lambda: (resumed.action(PREVIOUS) or {}).get("forId") == again.id)
+        await resumed.click(resumed.action(PREVIOUS))
+        await _until(lambda: again.id in resumed.messages and resumed.messages[again.id].content.startswith(earlier))
     finally:
         await resumed.close()
 

@@ -224,8 +224,9 @@ async def test_a_regenerated_answer_from_the_library_names_the_same_sources(engi
             again = regenerated()[-1]
             assert "From your library: " in again.content, again.content
             assert "[1] kettle-manual.txt, passage 1" in again.content, again.content
-            assert any(e.get("forId") == again.id and e.get("name", "").startswith("[1] kettle-manual.txt")
-                       for e in chat.elements), "the passage is shown beside the new answer"
+            # the passage beside the new answer: the socket brings elements after their message
+            await until(lambda: any(e.get("forId") == again.id and e.get("name", "").startswith("[1] kettle-manual")
+                                    for e in chat.elements))
         finally:
             await chat.close()
     finally:

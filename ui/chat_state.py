@@ -9,14 +9,14 @@ making. The state is kept on Chainlit's session object, which lives exactly as l
 """
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import chainlit as cl
 
 from chainlit_patches import resume
 from history.turns import turns_from
 from tasks import spawn
-from ui import attachments, my_defaults, reply, sessions, sidebar, start_note
+from ui import attachments, my_defaults, reply, sessions, sidebar, start_note, versions
 from ui.words import say
 
 STATE_ATTR = "ernie_chat_state"
@@ -38,6 +38,8 @@ class ChatState:
     waiting: dict | None = None  # a question that waits for the engine's start ("Try again" answers it)
     start: asyncio.Task | None = None  # the engine's start as this chat shows it (ui/start_note.py)
     start_shown: object = None  # that start's note (ui/start_note.py), sent once a message waits for it
+    replies: dict[str, cl.Message] = field(default_factory=dict)  # replies with earlier versions, by id
+    versions: dict[str, int] = field(default_factory=dict)  # the version shown of a paged reply (ui/versions.py)
 
     @property
     def replying(self) -> bool:
@@ -98,6 +100,8 @@ async def _make(engine, thread: dict | None) -> ChatState:
     state.reply = None if thread is None else reply.stored(thread, state.turns)
     if state.reply is not None:
         await reply.offer_tools(state.reply)
+    for kept in [] if thread is None else versions.stored(thread):  # the history keeps them, not their buttons
+        await versions.offer(state, state.reply if state.reply is not None and state.reply.id == kept.id else kept)
     if continued is not None:
         await sessions.tell_if_cut_off(continued)
     if not engine.ready:

@@ -1,10 +1,11 @@
 """Regenerate and Continue: the actions under a chat's latest reply (ui/reply.py attaches them).
 
-Regenerate asks the same question again at the chat's sampling settings and puts the new answer in place of the
-old one: in the chat, in its turns and in the history (the old reply is deleted there too, so a reopened chat
-shows, and its prompt holds, exactly what the chat showed). The old reply goes only once the engine has taken the
-new request: a refused one (the question no longer fits the context, the engine failed) leaves the reply, its
-turn, its buttons and its history as they were, as a refused Continue does (reply.Reply.put_back). Continue goes
+Regenerate asks the same question again at the chat's sampling settings and puts the new answer in place of the old
+one: in the chat, in its turns and in the history (the old reply is deleted there too, so a reopened chat shows, and
+its prompt holds, exactly what the chat showed); the old answers stay with the new reply as its versions
+(ui/versions.py), and the library's sources it named are named again. The old reply goes only once the engine has
+taken the new request: a refused one (the question no longer fits the context, the engine failed) leaves the reply,
+its turn, its buttons and its history as they were, as a refused Continue does (reply.Reply.put_back). Continue goes
 on writing a reply that stopped before its end, in the same message: the prompt is the same turns plus what was
 written, rendered as the chat template's continuation of it (engine.chat), so the prefix cache serves most of it.
 Both run inside Chainlit's action request, not a task Chainlit can cancel: the chat is told a task runs (its Stop

@@ -6,7 +6,8 @@ first one at once. The reply's turn joins the chat's turns only when it is finis
 
 The latest reply carries the chat's tools as actions (ui/chat_tools.py): Regenerate, and Continue when it stopped
 before its end (Stop, the length limit, the context, a failure). A continued reply goes on in the same message;
-its metadata keeps what the whole reply cost ("stats") and how it ended ("finish"), also for a reopened chat.
+its metadata keeps what the whole reply cost ("stats") and how it ended ("finish"), also for a reopened chat, the
+library's passages it named ("found"), and, after a Regenerate, the answers it replaced ("versions", ui/versions.py).
 """
 
 import asyncio
@@ -21,7 +22,7 @@ from chainlit_patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, transient
-from ui import attachments, library, sessions, text
+from ui import attachments, library, sessions, text, versions
 from ui.words import error_text, say
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
@@ -48,6 +49,8 @@ class Reply:
     earlier: dict | None = None  # Continue, Regenerate: the reply's turn, put back with it when they are refused
     replaces: cl.Message | None = None  # Regenerate: the reply this one replaces once the engine takes the request
     started: bool = False  # whether the engine sent anything
+    chat: object = None  # the chat (ui/chat_state.py), which pages through the versions of its replies
+    versions: list[str] | None = None  # the answers to the question before this one, kept with it (ui/versions.py)
 
     @property
     def written(self) -> str:
@@ -90,8 +93,10 @@ class Reply:
             self.message.elements = library.source_elements(self.found)
         if stats is not None and self.show_stats:
             extra.append(text.stats_line(stats))
-        self.message.content = "\n\n".join([text.close_code_fence(answer), *extra]) if answer else "\n\n".join(extra)
-        self.message.actions = tools(finish)
+        shown = "\n\n".join([text.close_code_fence(answer), *extra]) if answer else "\n\n".join(extra)
+        self.message.content = versions.kept(self.message, self.versions or [], shown)
+        self.message.actions = [*tools(finish), *versions.buttons(self.message)]
+        versions.remember(self.chat, self.message)
         await self.message.send()
 
 
@@ -102,12 +107,14 @@ class Reply:
         self.turns += [self.asked, self.earlier]
         if self.replaces is not None:  # Regenerate: the new reply was never shown
             shown = self.replaces
-            shown.actions = tools(shown.metadata.get("finish"))
+            shown.actions = [*tools(shown.metadata.get("finish")),
+                             *versions.buttons(shown, versions.shown_at(self.chat, shown))]
             for action in shown.actions:
                 await action.send(for_id=shown.id)
             return shown
         self.message.content = self.shown_before
-        self.message.actions = tools(self.message.metadata.get("finish"))
+        self.message.actions = [*tools(self.message.metadata.get("finish")), *versions.buttons(self.message)]
+        versions.remember(self.chat, self.message)
         await self.message.send()
         return self.message
 
@@ -146,9 +153,11 @@ def stored_stats(message: cl.Message) -> Stats | None:
 async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None, found=None,
                  earlier: dict | None = None, replaces: cl.Message | None = None) -> Reply:
     """The reply's message: a new one, or `going_on`, the reply to continue, shown again as its text alone."""
-    if chat.reply is not None:  # the tools are for the latest reply only
+    if chat.reply is not None:  # the tools are for the latest reply only; its earlier answers stay a press away
         await chat.reply.remove_actions()
         chat.reply.actions = []
+        if going_on is None:
+            await versions.offer(chat, chat.reply)
     if going_on is None:
         message = cl.Message(content="")
         message.metadata = {"for": asked["id"]}  # which question it answers, to rebuild a reopened chat's prompt
@@ -158,8 +167,9 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
         message, going_on.content = going_on, going_on.metadata["answer"]
     chat.reply = message
     before = None if going_on is None else stored_stats(going_on)
+    kept = versions.earlier(replaces) if replaces is not None else versions.texts(message)[:-1]
     return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before,
-                 found=found, shown_before=shown_before, earlier=earlier, replaces=replaces)
+                 found=found, shown_before=shown_before, earlier=earlier, replaces=replaces, chat=chat, versions=kept)
 
 
 def _user() -> str | None:

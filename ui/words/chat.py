@@ -43,6 +43,15 @@ TEXTS = {
     "tools.not_regenerated": ("Not regenerated: {why} The reply above is kept as it was.",
                               "未重新生成：{why} 上面的回复保持原样。"),
 
+    # a regenerated reply's earlier answers (ui/versions.py)
+    "versions.counter": ("*{at} / {of}*", "*第 {at} / {of} 版*"),
+    "reply_version_previous": ("◀ previous", "◀ 上一版"),
+    "reply_version_previous.tip": ("Show answer {at} of {of}", "查看第 {at} 版回答（共 {of} 版）"),
+    "reply_version_next": ("next ▶", "下一版 ▶"),
+    "reply_version_next.tip": ("Show answer {at} of {of}", "查看第 {at} 版回答（共 {of} 版）"),
+    "versions.gone": ("That answer is no longer kept: the reply has been replaced or its chat reopened.",
+                      "那一版回答已不再保留：这条回复已被替换，或对话已重新打开。"),
+
     # a reply's notes and its cost line
     "reply.stopped": ("*Stopped.*", "*已停止。*"),
     "reply.busy": ("⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",
