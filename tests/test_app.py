@@ -19,7 +19,9 @@ async def client(app_server):
 
 async def test_first_chat_starts_the_engine_with_progress_and_the_reply_streams(client):
     first = await client.ask("Hello! Who are you?")
-    assert "Starting the model engine: Ready" in client.all_text()
+    # the question waited for the start the chat's opening began: the note showed its progress to the end, and
+    # went once the reply came (the opening alone shows none, so the welcome page stays)
+    assert any("Starting the model engine: Ready" in shown for shown in client.ever_shown)
     assert stats_of(first.content)["reply"] > 0 and "tok/s" in first.content
     # The pieces are counted on later, longer replies: on the 2-core test machine the server can stand still while
     # the engine generates (timers stopped for 17-23 s, docs/reliability.md), and a reply then arrives whole; streaming

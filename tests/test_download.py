@@ -104,11 +104,12 @@ async def test_the_chat_shows_the_download_and_try_again_resumes_it(tiny_model, 
         try:
             chat = await ChatClient(server.url).connect()
             asked = await chat.send("hello?")  # waits for the start that opening the chat began
-            other = await ChatClient(server.url).connect()  # another tab, waiting for the same start
+            other = await ChatClient(server.url).connect()  # another tab, only open: its welcome page stays
             await chat.wait_idle(180)
-            for each in (chat, other):
-                first_try = percents(each.ever_shown)
-                assert first_try and 0 < max(first_try) < 100, "each chat's note shows the bytes and percent"
+            first_try = percents(chat.ever_shown)
+            assert first_try and 0 < max(first_try) < 100, "the waiting chat's note shows the bytes and percent"
+            assert not percents(other.ever_shown), "a tab that sent nothing keeps its welcome page while it downloads"
+            assert any("❌" in m.content for m in other.messages.values()), "but is told that the start failed"
             failed = next(m for m in chat.messages.values() if "❌" in m.content)
             assert "Try again" in failed.content and "continues where it stopped" in failed.content
             retry = next(a for a in chat.actions if a["forId"] == failed.id)
