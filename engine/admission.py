@@ -147,7 +147,7 @@ class Admission:
 
 
 def default_share(max_num_seqs: int) -> int:
-    """All the slots but an eighth (at least one): slots a user leaves idle cost the engine's rate almost one for
-    one (a step of the CPU engine costs about the same for 12 sequences as for 16: docs/scaling.md, "A fair
-    share"), and the eighth kept free lets everyone else's chats start at once."""
+    """All the slots but an eighth (at least one): one user alone keeps nearly the engine's whole rate (an idle
+    slot is rate lost), and the eighth kept free lets everyone else's chats start at once (docs/scaling.md, "A
+    fair share of the engine")."""
     return max(1, max_num_seqs - max(1, max_num_seqs // 8))
