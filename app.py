@@ -17,7 +17,7 @@ from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
 from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, my_defaults, sessions,  # noqa: E402
-                settings_first, sidebar, start_note, text, usage)
+                settings_first, sidebar, start_note, text, usage, versions)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
@@ -102,6 +102,13 @@ async def continue_reply(action: cl.Action):
 @reported("regenerating the reply")
 async def regenerate(action: cl.Action):
     await chat_tools.regenerate(engine, chat_history, action)
+
+
+@cl.action_callback(versions.PREVIOUS)
+@cl.action_callback(versions.NEXT)
+@reported("showing another version of the reply")
+async def page_versions(action: cl.Action):
+    await versions.page(chat_state.made(), action)
 
 
 @cl.on_settings_update

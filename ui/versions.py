@@ -108,17 +108,3 @@ async def page(chat, action: cl.Action) -> None:
     step["output"] = counted(versions, to)
     await cl.context.emitter.update_step(step)
     await _send(message, to)
-
-
-@cl.action_callback(PREVIOUS)
-async def previous_pressed(action: cl.Action) -> None:
-    from ui.chat_state import made  # the chat's state imports this module
-
-    await page(made(), action)
-
-
-@cl.action_callback(NEXT)
-async def next_pressed(action: cl.Action) -> None:
-    from ui.chat_state import made
-
-    await page(made(), action)
