@@ -78,8 +78,8 @@ class Backend(Protocol):
     async def abort(self, request_id: str) -> None:
         """Stop one request; its stream ends with finish reason 'abort'."""
 
-    def saturated(self) -> bool:
-        """True when a new request would wait for a free sequence slot."""
+    def saturated(self, user: str | None = None) -> bool:
+        """True when a new request of `user` (None: the local user) would wait for a free sequence slot."""
 
     async def switch_preset(self, name: str, progress: ProgressCallback | None = None,
                             before_stop: Callable[[], Awaitable[None]] | None = None) -> bool:

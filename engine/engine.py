@@ -481,9 +481,14 @@ class ChatEngine:
         if not self._start.running and not self.closing:
             asyncio.get_running_loop().create_task(restart())
 
-    def saturated(self) -> bool:
-        """True when every sequence slot is taken (by chats or the API): a new request waits in vLLM's queue."""
-        return self.preset is not None and self._admission.held() >= self.preset.max_num_seqs
+    def saturated(self, user: str | None = None) -> bool:
+        """True when a new request of `user` (None: the local user) would wait: every sequence slot is taken (by
+        chats or the API), or that user's share is."""
+        if self.preset is None:
+            return False
+        share = self._admission.share
+        return self._admission.held() >= self.preset.max_num_seqs or (
+            share is not None and self._admission.held_by(user or LOCAL) >= share)
 
     async def abort(self, request_id: str) -> None:
         """Stop one request in the engine; its stream ends with finish reason 'abort'."""

@@ -254,7 +254,7 @@ class RemoteEngine:
         for request_id in list(self._active):
             await self.abort(request_id)
 
-    def saturated(self) -> bool:
+    def saturated(self, user: str | None = None) -> bool:  # the server's queue: its slots are not known here
         return self._gauges.get("vllm:num_requests_waiting", 0) > 0
 
     async def switch_preset(self, name: str, progress=None, before_stop=None) -> bool:

@@ -55,7 +55,7 @@ class FakeEngine:
             raise self.refuse_start
         self.started, self.failure = True, None
 
-    def saturated(self) -> bool:
+    def saturated(self, user: str | None = None) -> bool:
         return False
 
     def status(self) -> Status:

@@ -258,7 +258,7 @@ async def test_an_unreachable_model_is_explained_once_per_message_and_the_app_st
             "a remembered failure answers at once, not after a new start"
         assert sum("❌" in m.content for m in chat.messages.values()) == 2, "each message is answered once"
         status = await chat.ask("/status")
-        assert "| State | failed |" in status.content, "the status says the start failed"
+        assert "| State | failed — " in status.content, "the status says the start failed, and why"
         assert "cannot be reached" in (tmp_path / "chainlit.log").read_text()
         await chat.close()
     finally:

@@ -179,8 +179,9 @@ def _user() -> str | None:
 
 
 async def _busy_notice(engine, layer) -> cl.Message | None:
-    """Shown (never stored) while every slot of the engine is taken; removed once the reply starts."""
-    if not engine.saturated():
+    """Shown (never stored) while every slot of the engine, or this user's share of them, is taken; removed once the
+    reply starts."""
+    if not engine.saturated(_user()):
         return None
     notice = cl.Message(content=say("reply.busy"), author="system")
     transient(notice, layer)
