@@ -323,7 +323,7 @@ async def test_a_message_before_the_chat_opened_is_answered_and_the_late_opening
 
 async def test_an_error_inside_a_hook_is_told_in_the_chat(chat):
     shown, fake = chat
-    fake.saturated = lambda: {}["no such key"]
+    fake.saturated = lambda *who: {}["no such key"]
     await app.on_message(user("Hi"))
     told = list(shown.shown.values())[-1]
     assert "answering your message failed (KeyError" in told and "Send it again" in told
