@@ -146,8 +146,7 @@ def test_an_imported_chat_opens_in_the_same_tab_and_is_listed_there(app_server, 
     wait.until(lambda d: d.find_elements(By.ID, "command-Import"), "the chat did not open")
     wait.until(attach)
     wait.until(lambda d: "descaling.json" in body(d), "the file is not shown")
-    wait.until(click("command-Import"), "no Import chip to click")
-    wait.until(click("chat-submit"), "no send button to click")
+    wait.until(click("command-Import"), "no Import chip to click")  # the chip acts at once: no Send to press
     try:
         wait.until(lambda d: "Imported 2 messages" in body(d))
     except TimeoutException:
@@ -196,6 +195,71 @@ def test_the_first_page_keeps_its_welcome_while_the_engine_starts_and_new_chat_s
         assert "clear your current chat history" not in said and "stays in your history" in said, said[-300:]
     finally:
         assert server.stop() == 0
+
+
+def attach_to(element_id: str, path: Path):
+    """Give `path` to the file input `element_id` (the message box's, or an upload box's in the chat)."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    def attaching(driver) -> bool:
+        try:
+            driver.find_element(By.ID, element_id).send_keys(str(path))
+            return True
+        except WebDriverException:
+            return False
+    return attaching
+
+
+def press(button: str):
+    """Press the latest button of the chat that the XPath condition `button` picks, e.g. "normalize-space(.)='Go'"."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    def pressing(driver) -> bool:
+        try:
+            driver.find_elements(By.XPATH, f"//button[{button}]")[-1].click()
+            return True
+        except (WebDriverException, IndexError):
+            return False
+    return pressing
+
+
+def test_the_import_chip_with_nothing_attached_asks_for_the_file_in_the_chat(app_server, browser, tmp_path):
+    import json
+
+    chat = tmp_path / "repotting.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "When should I repot a fern?"},
+                                {"role": "assistant", "content": "In spring, when its roots fill the pot."}]))
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    wait.until(click("command-Import"), "no Import chip to click")
+    wait.until(lambda d: "Drop a chat's JSON file here" in body(d), "pressing Import alone asked for nothing")
+    shot(browser, tmp_path, "import-ask.png")
+    wait.until(attach_to("ask-button-input", chat), "the chat's upload box takes no file")
+    wait.until(lambda d: "Imported 2 messages" in body(d), "the file picked in the upload box was not imported")
+    assert "Drop a chat's JSON file here" not in body(browser), "the upload box stayed after its file came"
+
+
+def test_the_library_is_driven_by_pointing_the_chip_adds_lists_and_removes(app_server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    manual = tmp_path / "lawnmower-manual.txt"
+    manual.write_text("Sharpen the lawnmower blade every spring, and clean the deck after each cut.\n")
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    wait.until(click("command-Library"), "no Library chip to click")  # the chip acts at once: no Send to press
+    wait.until(press("normalize-space(.)='Add documents'"), "the library has no Add documents button")
+    wait.until(attach_to("ask-button-input", manual), "Add documents opened no upload box")
+    wait.until(lambda d: "Added to your library" in body(d) and "lawnmower-manual.txt" in body(d),
+               "the file picked in the upload box was not added")
+    wait.until(click("command-Library"), "no Library chip to click")
+    remove = "starts-with(normalize-space(.), 'Remove') and contains(., 'lawnmower-manual.txt')"
+    wait.until(lambda d: d.find_elements(By.XPATH, f"//button[{remove}]"), "the listed document has no Remove button")
+    shot(browser, tmp_path, "library-buttons.png")
+    wait.until(press(remove), "the Remove button could not be pressed")
+    wait.until(lambda d: "Removed lawnmower-manual.txt from your library" in body(d),
+               "pressing Remove did not remove the document")
 
 
 def server_ready(server) -> bool:

@@ -3,7 +3,8 @@
 Export sends the chat as two files named after it (its name in the history, a rename included) under one notice
 (shown, never stored): Markdown to read, with the model, preset and sampling at the top, and JSON in the OpenAI
 messages format (history/exchange.py writes both). Import
-takes such a JSON file (or the app's own export) attached to the Import command and stores it as a new chat in the
+takes such a JSON file (or the app's own export), attached to the Import chip or picked in the upload box the chip
+opens when nothing is attached (ui/file_ask.py), and stores it as a new chat in the
 history of the user who imports it, never anyone else's (the thread is made with the signed-in user as its
 owner; Chainlit's own checks then keep it theirs); opened from the sidebar it goes on with its turns in the prompt
 (history/turns.py reads the stored steps as any chat's). It needs the history: without it nothing is kept.
@@ -22,7 +23,7 @@ from engine.settings import CHAT_SAMPLING
 from chainlit_patches import write_now
 from history import exchange
 from history.writes import transient
-from ui import chat_state, sidebar
+from ui import chat_state, file_ask, sidebar
 from ui.words import say
 
 MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|<>~-])")  # what would make Markdown (links, images, emphasis, code, HTML)
@@ -77,6 +78,10 @@ async def import_chat(engine, layer, message: cl.Message) -> None:
     if layer is None:
         return await cl.ErrorMessage(content=say("import.no_history"), author="system").send()
     files = [element for element in message.elements or [] if getattr(element, "path", None)]
+    if not files:  # the chip pressed with nothing attached: the chat asks for the file
+        files = await file_ask.asked(layer, say("import.ask"), accept=file_ask.JSON) or []
+        if not files:
+            return
     if len(files) != 1:
         return await _refuse(say("import.attach_one"))
     file, most = files[0], config.features.spontaneous_file_upload.max_size_mb * 1024 * 1024

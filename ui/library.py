@@ -6,8 +6,9 @@ the library when the chat's "Answer from my library" switch is on, or when it na
 (those only). The passages found go into the prompt as one numbered attachment of the question, so the chat's
 later prompts, a reopened chat and an export have them as the model read them (ui/attachments.py keeps a
 question's attachments); the reply's last line names each passage's document and place. The list of documents
-carries a Remove button for each. Typing @ offers no names: Chainlit 2.12's message box suggests only the
-commands, after a leading "/", and has no hook for other suggestions.
+carries a Remove button for each, and an Add documents button that opens an upload box in the chat. Typing @ in the message box offers the user's document names (Chainlit 2.12's
+box suggests only its "/" commands, so public/library-names.js asks web/library_names.py for them), and a picked
+name is written as this module reads it: `@name`, or `@"name"` when it has a space.
 """
 
 import asyncio
@@ -18,7 +19,7 @@ from dataclasses import asdict, dataclass
 import chainlit as cl
 
 from history import library
-from ui import attachments
+from ui import attachments, file_ask
 from ui.words import say
 
 COMMAND = "Library"
@@ -27,6 +28,7 @@ _PICKED = re.compile(r'(?:^|\s)@(?:"([^"]+)"|(\S+))')
 _PUNCTUATION = ".,:;!?)]}'\"，。：；！？、）」』"  # "@kettle, how...": what follows a name is not part of it
 REMOVE = ("remove", "删除")  # the word that removes a document, in either language
 REMOVE_ACTION = "library_remove"  # a listed document's button (its callback is below)
+ADD_ACTION = "library_add"  # the list's "Add documents" button: an upload box in the chat (ui/file_ask.py)
 SHORT_NAME = 24  # characters of a name on its button: a row of buttons must fit a phone's width
 
 
@@ -129,8 +131,11 @@ async def _remove(layer, which: str) -> None:
 
 async def _list(layer) -> None:
     documents = await library.documents(layer, _user())
+    add = cl.Action(name=ADD_ACTION, payload={}, icon="file-plus", label=say("library.add_button"),
+                    tooltip=say("library.add_tip"))
     if not documents:
-        await cl.Message(content=say("library.empty", how=say("library.how")), author="system").send()
+        await cl.Message(content=say("library.empty", how=say("library.how")), author="system",
+                         actions=[add]).send()
         return
     rows = [f"| {n} | {_cell(d.name)} | {_size_text(d.bytes)} | {d.created_at[:16].replace('T', ' ')} | {d.passages} |"
             for n, d in enumerate(documents, 1)]
@@ -139,7 +144,26 @@ async def _list(layer) -> None:
                          label=say("library.remove_button", n=n, name=_short(d.name)),
                          tooltip=say("library.remove_tip", name=d.name)) for n, d in enumerate(documents, 1)]
     content = say("library.list", count=len(documents), table=table, how=say("library.how"))
-    await cl.Message(content=f"{content}\n\n{say('library.buttons')}", author="system", actions=buttons).send()
+    await cl.Message(content=f"{content}\n\n{say('library.buttons')}", author="system",
+                     actions=[add, *buttons]).send()
+
+
+@cl.action_callback(ADD_ACTION)
+async def add_pressed(action: cl.Action) -> None:
+    """The list's "Add documents" button: the files picked in the upload box it opens join the library."""
+    from chainlit.config import config
+    from chainlit.data import get_data_layer
+
+    layer = get_data_layer()
+    if layer is None:
+        return await cl.ErrorMessage(content=say("library.no_history"), author="system").send()
+    try:
+        picked = await file_ask.asked(layer, say("library.ask"),
+                                      files=config.features.spontaneous_file_upload.max_files)
+        if picked:
+            await _add(layer, picked)
+    finally:  # Chainlit marks the chat busy again once an upload box is answered, and only a message's end clears it
+        await cl.context.emitter.task_end()
 
 
 def _short(name: str) -> str:

@@ -11,9 +11,8 @@ TEXTS = {
     "command.Library": ("Library", "文档库"),
     "command.Status.tip": ("Show the engine status", "查看引擎状态"),
     "command.Export.tip": ("Download this chat as Markdown and JSON", "把这个对话下载为 Markdown 和 JSON"),
-    "command.Import.tip": ("Attach a chat's JSON file to make it a new chat", "附上对话的 JSON 文件，导入为新对话"),
-    "command.Library.tip": ("Your documents: attach files to add them, or see and remove them",
-                            "你的文档库：附上文件即可加入，也可查看或删除"),
+    "command.Import.tip": ("Pick a chat's JSON file to make it a new chat", "选择对话的 JSON 文件，导入为新对话"),
+    "command.Library.tip": ("Your documents: add, see and remove them", "你的文档库：添加、查看和删除文档"),
 
     # the starters on an empty chat: a label, and the message it sends
     "starter.kv": ("Explain KV caching", "讲讲 KV 缓存"),

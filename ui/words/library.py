@@ -6,12 +6,15 @@ TEXTS = {
                            "(CHAT_HISTORY=false): turn it on and restart to keep documents.",
                            "文档库保存在对话历史的数据库中，而本服务器关闭了历史（CHAT_HISTORY=false）：请开启并重启，"
                            "才能保存文档。"),
-    "library.how": ("Attach files to the **Library** command to add them (text, code, Markdown, CSV, JSON or PDF); "
-                    "send `remove` and a document's number or name to remove one. Turn on *Answer from my library* "
-                    "in the settings, or write @name in a message to answer it from those documents.",
-                    "把文件附在 **文档库** 命令上即可加入（文本、代码、Markdown、CSV、JSON 或 PDF）；发送 `remove`（或"
-                    "“删除”）加文档的编号或名称即可删除。在设置中打开 *根据我的文档库回答*，或在消息里写 @文档名，"
-                    "即可根据这些文档回答。"),
+    "library.how": ("Press **Add documents** (text, code, Markdown, CSV, JSON or PDF), or attach files and press "
+                    "the **Library** chip. Turn on *Answer from my library* in the settings, or write @name in a "
+                    "message to answer it from those documents.",
+                    "点 **添加文档**（文本、代码、Markdown、CSV、JSON 或 PDF），或附上文件后点 **文档库**。"
+                    "在设置中打开 *根据我的文档库回答*，或在消息里写 @文档名，即可根据这些文档回答。"),
+    "library.add_button": ("Add documents", "添加文档"),
+    "library.add_tip": ("Pick files to add to your library", "选择要加入文档库的文件"),
+    "library.ask": ("Drop the files to add to your library here, or press the button to pick them.",
+                    "把要加入文档库的文件拖到这里，或点按钮选择。"),
     "library.nothing_found": ("Nothing in your library matched this message: it was answered without the library.",
                               "文档库中没有与这条消息匹配的内容：本次回答未使用文档库。"),
     "library.no_room": ("Your library's passages did not fit the context beside this message: it was answered "
@@ -48,7 +51,7 @@ TEXTS = {
                              "该文档已不在你的文档库中：请用“文档库”命令重新列出。"),
     "library.removed": ("Removed **{name}** from your library.", "已从你的文档库删除 **{name}**。"),
     "library.empty": ("Your library is empty. {how}", "你的文档库是空的。{how}"),
-    "library.list": ("Your library ({count} documents):\n\n{table}\n\n{how}",
+    "library.list": ("Documents in your library: {count}\n\n{table}\n\n{how}",
                      "你的文档库（{count} 个文档）：\n\n{table}\n\n{how}"),
     "library.head": ("| # | Document | Size | Added (UTC) | Passages |", "| # | 文档 | 大小 | 加入时间 (UTC) | 段落 |"),
 
@@ -96,6 +99,11 @@ TEXTS = {
     "import.no_history": ("Importing needs the chat history, which is off on this server (CHAT_HISTORY=false): turn it "
                           "on and restart, then import again.",
                           "导入需要对话历史，而本服务器关闭了历史（CHAT_HISTORY=false）：请开启并重启，然后重新导入。"),
+    "import.ask": ("Drop a chat's JSON file here (the app's Export, or a list of OpenAI messages), or press the "
+                   "button to pick it: it becomes a new chat.",
+                   "把对话的 JSON 文件拖到这里（本应用导出的文件，或 OpenAI 消息列表），或点按钮选择：它会成为一个新对话。"),
+    "file.ask_gave_up": ("No file came in {minutes} minutes, so the upload box was closed: press the chip again "
+                         "when the file is at hand.", "{minutes} 分钟内没有收到文件，上传框已关闭：准备好文件后再点一次。"),
     "import.attach_one": ("Attach one chat's JSON file to the Import command (the app's Export, or a list of OpenAI "
                           "messages), and send it again.",
                           "请在“导入”命令上附上一个对话的 JSON 文件（本应用导出的文件，或 OpenAI 消息列表），"
