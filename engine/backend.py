@@ -78,6 +78,10 @@ class Backend(Protocol):
     async def abort(self, request_id: str) -> None:
         """Stop one request; its stream ends with finish reason 'abort'."""
 
+    def stopped_stats(self, request_id: str) -> Stats | None:
+        """What a reply stopped by its chat (its stream cancelled) cost up to the stop, read once; None where the
+        backend cannot tell (a remote server tells a reply's usage only at its end)."""
+
     def saturated(self, user: str | None = None) -> bool:
         """True when a new request of `user` (None: the local user) would wait for a free sequence slot."""
 

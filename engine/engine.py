@@ -39,6 +39,7 @@ log = logging.getLogger("engine")
 # with "Already borrowed".
 PROMPTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompts")
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
+STOPPED_KEPT = 64  # stopped replies' costs kept for their chats to read: a chat gone meanwhile never reads its own
 # The embedded engine's states (engine.backend.STATES) and the steps between them; any other step is a bug and
 # raises. "ready" goes to "starting" when the engine died (a restart); "shutdown" goes to "stopped" from anywhere.
 TRANSITIONS = {
@@ -72,6 +73,7 @@ class ChatEngine:
         self._progress = ProgressReports()
         self._start = SingleFlight(self._progress)
         self._active: set[str] = set()  # the chats' request ids, to abort them
+        self._stopped: dict[str, Stats] = {}  # what stopped chat replies cost, until the chat asks (stopped_stats)
         self.asleep_since: float | None = None  # when it fell asleep (wall clock), while nobody chats
         self._idle = IdleTimer(settings.idle_minutes, self._busy, self.fall_asleep)
         self._admission = Admission(  # the chats' and the API's sequences, by user
@@ -432,7 +434,7 @@ class ChatEngine:
             raise EngineDiedError("it is not running")
         llm = host.llm
         generated = cached = 0
-        finish = None
+        finish, clock, prompt = None, None, None
         # from the first moment: `saturated()` must count it while its prompt is built
         async with self.admit(who, 1, CHAT) as used:
             self._active.add(request_id)
@@ -459,6 +461,10 @@ class ChatEngine:
                     if out.finished:
                         finish, cached = completion.finish_reason, out.num_cached_tokens or 0
             except (asyncio.CancelledError, GeneratorExit):
+                if clock is not None:  # the cost up to the stop, for the stopped reply's cost line
+                    self._stopped = dict(list(self._stopped.items())[-STOPPED_KEPT + 1:])
+                    self._stopped[request_id] = clock.stats(prompt, sampling.max_tokens, generated, used.cached,
+                                                            "abort", self.preset.max_model_len)
                 await host.abort(request_id)
                 raise
             except Exception as error:
@@ -469,6 +475,10 @@ class ChatEngine:
             finally:
                 self._active.discard(request_id)
         yield clock.stats(prompt, sampling.max_tokens, generated, cached, finish, self.preset.max_model_len)
+
+    def stopped_stats(self, request_id: str) -> Stats | None:
+        """What the reply of `request_id` cost up to its Stop (once; None when it was not stopped here)."""
+        return self._stopped.pop(request_id, None)
 
     def _restart_in_background(self) -> None:
         """After the engine died, start a new one now; the next message joins that start."""

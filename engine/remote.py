@@ -243,6 +243,9 @@ class RemoteEngine:
                 raise RemoteEngineError(self.url, _describe(error)) from error
         return render
 
+    def stopped_stats(self, request_id: str) -> Stats | None:
+        return None  # the server tells a reply's usage at its end only
+
     async def abort(self, request_id: str) -> None:
         """Stop one request: its stream is closed, and the server aborts a request whose client went away."""
         response = self._active.get(request_id)

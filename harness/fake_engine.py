@@ -85,6 +85,9 @@ class FakeEngine:
                 self._active.discard(request_id)
         yield Stats(0.012, 321.0, 30, written, 16, finish, 0, 0.05)
 
+    def stopped_stats(self, request_id: str) -> Stats | None:
+        return None
+
     async def abort(self, request_id: str) -> None:
         self.aborted.append(request_id)
         self._active.discard(request_id)

@@ -216,8 +216,8 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
                 stats = item
             else:
                 await reply.add(item)
-    except asyncio.CancelledError:  # Stop: keep what was written
-        await reply.finish(None)
+    except asyncio.CancelledError:  # Stop: keep what was written, and tell what it cost where the engine knows
+        await reply.finish(engine.stopped_stats(request_id))
         raise
     except ChatError as error:
         said = error_text(error)
