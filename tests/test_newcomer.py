@@ -262,6 +262,26 @@ def test_the_library_is_driven_by_pointing_the_chip_adds_lists_and_removes(app_s
                "pressing Remove did not remove the document")
 
 
+def test_at_phone_width_every_chip_shows_its_name(app_server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    from ui.words import chat
+
+    browser.set_window_size(390, 844)
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    chips = [f"command-{name}" for name in chat.COMMANDS]
+    wait.until(lambda d: all(d.find_elements(By.ID, chip) for chip in chips), "the chips are not all there")
+    shown = {chip: browser.find_element(By.ID, chip).text.strip() for chip in chips}
+    shot(browser, tmp_path, "chips-at-390.png")
+    assert shown == {f"command-{name}": name for name in chat.COMMANDS}, shown
+    width = browser.execute_script("return document.documentElement.clientWidth")
+    overflowing = [chip for chip in chips
+                   if browser.find_element(By.ID, chip).rect["x"] + browser.find_element(By.ID, chip).rect["width"]
+                   > width]
+    assert not overflowing, f"chips past the screen's edge at 390 px: {overflowing}"
+
+
 def server_ready(server) -> bool:
     """Whether the server's engine is up, by its log (the page is not asked: asking would add a message)."""
     return "engine ready:" in server.log_path.read_text()

@@ -137,3 +137,22 @@ def test_no_placeholder_shadows_the_arguments_of_say():
 
     taken = set(inspect.signature(words.say).parameters) - {"values"}
     assert not [key for key, (english, _) in words.TEXTS.items() if {name for name, _ in fields(english)} & taken]
+
+
+def test_chainlits_own_english_words_call_a_chat_a_chat_never_a_thread():
+    """The history's list said "No threads found" and its menu "Rename Thread": the app says chat everywhere
+    (the Chinese texts say 对话)."""
+    import json
+    from pathlib import Path
+
+    translations = Path(__file__).parent.parent / ".chainlit" / "translations"
+
+    def texts(tree: dict, path: str = ""):
+        for key, value in tree.items():
+            yield from texts(value, f"{path}{key}.") if isinstance(value, dict) else [(path + key, value)]
+
+    english = dict(texts(json.loads((translations / "en-US.json").read_text())))
+    assert not {key: text for key, text in english.items() if "thread" in text.lower()}
+    assert english["threadHistory.sidebar.empty"] == "No chats yet"
+    chinese = dict(texts(json.loads((translations / "zh-CN.json").read_text())))
+    assert not {key: text for key, text in chinese.items() if "线程" in text}
