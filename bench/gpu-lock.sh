@@ -11,6 +11,8 @@
 #   server    real `chainlit run` servers on the GPU: a chat with its progress, Stop, a preset switch
 #             (tests/test_app.py), the OpenAI API (tests/test_openai_api.py), sleep and wake through the app
 #             (tests/test_idle.py)
+#   fair      the fair-share benchmark on the `4gb` preset with a model of the real size (bench/fair_share.py: user
+#             A floods the API while user B chats, before and after the shares), its JSON and plot in /tmp/bench-lock
 set -u
 results=/tmp/bench-lock
 running() { pgrep -f "gpu-lock.sh steps" > /dev/null; }
@@ -34,6 +36,11 @@ case "${1:-}" in
     tests engine tests/test_gpu_host.py tests/test_vllm_seams.py tests/test_engine_states.py
     tests server tests/test_app.py tests/test_openai_api.py tests/test_idle.py -k "first_chat or stop_ends_the_reply \
       or preset_switch_rebuilds or settings_change or lists_the_model or share_the_engine or through_the_app"
+    [ -f models/ernie-full/model.safetensors ] || \
+      python scripts/make_tiny_model.py models/ernie-full --full-size > $results/model-full.log 2>&1
+    log "fair: start"
+    python -m bench.fair_share --model models/ernie-full --preset 4gb --repeat 2 --out $results > $results/fair.log 2>&1
+    log "fair: exit $? ($(tail -1 $results/fair.log))"
     log "all done" ;;
   collect)
     deadline=$((SECONDS + ${2:-540}))
