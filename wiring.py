@@ -15,6 +15,7 @@ from history import usage
 from ui import attachments, chat_state, reconnect, sessions, settings_first
 from web import guard, signin
 from web.api_route import GUARDED_PATHS, open_api, open_library
+from web.library_names import serve_names
 from web.listen import chosen_port, exit_if_port_taken, is_loopback
 
 
@@ -42,6 +43,7 @@ def install():
         admission.usage_sink = usage.open_book(layer).count  # each released request's tokens, to its user
     loopback = is_loopback(chosen_port()[0])
     open_library(engine, layer, loopback)  # the API's `library` field
+    serve_names(layer)  # the names the message box offers after an @
     signin.install(loopback, layer, engine.settings.history_db.parent)
     guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)
     return engine, layer

@@ -2,3 +2,4 @@
 import "/public/status-chip.js";
 import "/public/server-restart.js";
 import "/public/thread-links.js";
+import "/public/library-names.js";

@@ -6,9 +6,10 @@ the library when the chat's "Answer from my library" switch is on, or when it na
 (those only). The passages found go into the prompt as one numbered attachment of the question, so the chat's
 later prompts, a reopened chat and an export have them as the model read them (ui/attachments.py keeps a
 question's attachments); the reply's last line names each passage's document and place. The list of documents
-carries a Remove button for each, and an Add documents button that opens an upload box in the chat. Typing @ in the message box offers the user's document names (Chainlit 2.12's
-box suggests only its "/" commands, so public/library-names.js asks web/library_names.py for them), and a picked
-name is written as this module reads it: `@name`, or `@"name"` when it has a space.
+carries a Remove button for each, and an Add documents button that opens an upload box in the chat. Typing @ in
+the message box offers the user's document names (Chainlit 2.12's box suggests only its "/" commands, so
+public/library-names.js asks web/library_names.py for them), and a picked name is written as this module reads
+it: `@name`, or `@"name"` when it has a space.
 """
 
 import asyncio
