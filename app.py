@@ -21,6 +21,7 @@ from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, 
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
+from ui.text import TABLE  # noqa: E402
 from ui.words import command, say  # noqa: E402
 
 engine, chat_history = wiring.install()
@@ -49,7 +50,7 @@ async def resume_chat(thread: dict):
 async def on_message(message: cl.Message):
     message.command = command(message.command)  # a chip is named in the chat's language
     if message.command == "Status" or message.content.strip() == "/status":
-        await cl.Message(content=text.status_text(engine.status()), author="system").send()
+        await cl.Message(content=text.status_text(engine.status()), author="system", type=TABLE).send()
         if message.command != "Status" or message.content.strip() in ("", "/status"):
             return  # text typed beside the Status chip is a question too: answer it below
     if message.command in (chat_state.EXPORT_COMMAND, chat_state.IMPORT_COMMAND):

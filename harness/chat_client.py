@@ -242,7 +242,7 @@ class ChatClient:
         raise AssertionError(f"no reply showed any text within {timeout:.0f} s")
 
     def replies(self, author: str | None = None) -> list[Shown]:
-        return [m for m in self.messages.values() if m.type == "assistant_message"
+        return [m for m in self.messages.values() if m.type in ("assistant_message", "system_message")
                 and (author is None or m.author == author)]
 
     def all_text(self) -> str:

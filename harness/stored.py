@@ -24,8 +24,8 @@ def stored_steps(database, thread_id: str) -> list[str]:
     """The outputs of a thread's messages as the SQLite file holds them now."""
     with sqlite3.connect(database) as db:
         return [output for (output,) in db.execute(
-            'SELECT output FROM steps WHERE "threadId" = ? AND type IN (\'user_message\', \'assistant_message\')',
-            (thread_id,))]
+            'SELECT output FROM steps WHERE "threadId" = ? AND type IN (?, ?, ?)',
+            (thread_id, "user_message", "assistant_message", "system_message"))]
 
 
 def add_user(env: dict, name: str, password: str) -> str:

@@ -282,6 +282,21 @@ def test_at_phone_width_every_chip_shows_its_name(app_server, browser, tmp_path)
     assert not overflowing, f"chips past the screen's edge at 390 px: {overflowing}"
 
 
+def test_the_status_table_gets_no_thumbs_a_reply_keeps_its_own(app_server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    thumbs = "//button[.//*[contains(@class, 'lucide-thumbs-up')]]"
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    wait.until(typed("Say hello in three words."))
+    wait.until(lambda d: "reply tokens" in body(d), "the question was not answered")
+    wait.until(lambda d: len(d.find_elements(By.XPATH, thumbs)) == 1, "the model's reply has no thumbs to rate it")
+    wait.until(click("command-Status"), "no Status chip to click")
+    wait.until(lambda d: "Engine status" in body(d), "the Status chip showed no status")
+    shot(browser, tmp_path, "status-without-thumbs.png")
+    assert len(browser.find_elements(By.XPATH, thumbs)) == 1, "the status table can be rated as if the model wrote it"
+
+
 def server_ready(server) -> bool:
     """Whether the server's engine is up, by its log (the page is not asked: asking would add a message)."""
     return "engine ready:" in server.log_path.read_text()

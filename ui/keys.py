@@ -11,6 +11,7 @@ import chainlit as cl
 
 from history import keys
 from history.writes import transient
+from ui.text import TABLE
 from ui.words import say
 
 COMMAND = "Keys"
@@ -84,4 +85,5 @@ async def _list(layer) -> None:
     rows = [f"| {n} | {_cell(k.name)} | {k.created_at} | {k.last_used_at or say('keys.never')} |"
             for n, k in enumerate(listed, 1)]
     table = "\n".join([say("keys.head"), "|---|---|---|---|", *rows])
-    await cl.Message(content=say("keys.list", count=len(listed), table=table, how=how), author="system").send()
+    await cl.Message(content=say("keys.list", count=len(listed), table=table, how=how), author="system",
+                     type=TABLE).send()

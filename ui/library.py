@@ -21,6 +21,7 @@ import chainlit as cl
 
 from history import library
 from ui import attachments, file_ask
+from ui.text import TABLE
 from ui.words import say
 
 COMMAND = "Library"
@@ -145,7 +146,7 @@ async def _list(layer) -> None:
                          label=say("library.remove_button", n=n, name=_short(d.name)),
                          tooltip=say("library.remove_tip", name=d.name)) for n, d in enumerate(documents, 1)]
     content = say("library.list", count=len(documents), table=table, how=say("library.how"))
-    await cl.Message(content=f"{content}\n\n{say('library.buttons')}", author="system",
+    await cl.Message(content=f"{content}\n\n{say('library.buttons')}", author="system", type=TABLE,
                      actions=[add, *buttons]).send()
 
 

@@ -10,6 +10,9 @@ from engine.reports import Progress, Stats, Status
 from ui.words import again, say, say_known
 
 STARTER_KEYS = ("kv", "python", "hello", "day")
+# The type of the tables the app shows (status, library, keys, usage): not a reply of the model, so Chainlit puts
+# no thumbs up and down under them (it offers them on a run's latest assistant message)
+TABLE = "system_message"
 
 
 def starters(language: str | None = None) -> list[cl.Starter]:

@@ -8,6 +8,7 @@ once a second).
 import chainlit as cl
 
 from history import usage
+from ui.text import TABLE
 from ui.words import say
 
 COMMAND = "Usage"
@@ -52,4 +53,4 @@ async def on_command(engine, layer) -> None:
         text = say("usage.none", days=DAYS, whose=say("usage.by_anyone") if everyone else "")
     else:
         text = say("usage.everyone" if everyone else "usage.yours", days=DAYS, table=table(rows, everyone))
-    await cl.Message(content=text, author="system").send()
+    await cl.Message(content=text, author="system", type=TABLE).send()
