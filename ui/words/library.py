@@ -101,9 +101,11 @@ TEXTS = {
                           "导入需要对话历史，而本服务器关闭了历史（CHAT_HISTORY=false）：请开启并重启，然后重新导入。"),
     "import.ask": ("Drop a chat's JSON file here (the app's Export, or a list of OpenAI messages), or press the "
                    "button to pick it: it becomes a new chat.",
-                   "把对话的 JSON 文件拖到这里（本应用导出的文件，或 OpenAI 消息列表），或点按钮选择：它会成为一个新对话。"),
+                   "把对话的 JSON 文件拖到这里（本应用导出的文件，或 OpenAI 消息列表），或点按钮选择："
+                   "它会成为一个新对话。"),
     "file.ask_gave_up": ("No file came in {minutes} minutes, so the upload box was closed: press the chip again "
-                         "when the file is at hand.", "{minutes} 分钟内没有收到文件，上传框已关闭：准备好文件后再点一次。"),
+                         "when the file is at hand.",
+                         "{minutes} 分钟内没有收到文件，上传框已关闭：准备好文件后再点一次。"),
     "import.attach_one": ("Attach one chat's JSON file to the Import command (the app's Export, or a list of OpenAI "
                           "messages), and send it again.",
                           "请在“导入”命令上附上一个对话的 JSON 文件（本应用导出的文件，或 OpenAI 消息列表），"
