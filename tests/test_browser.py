@@ -456,6 +456,8 @@ def test_a_document_added_to_the_library_answers_a_question_with_its_source(app_
     wait.until(lambda d: "From your library" in d.find_element(By.TAG_NAME, "body").text,
                "the question that named the document was not answered from it")
     assert "[1] kettle-manual.txt, passage 1" in browser.find_element(By.TAG_NAME, "body").text
+    chips = [link.text for link in browser.find_elements(By.CSS_SELECTOR, "a.element-link")]
+    assert "[1] kettle-manual.txt, passage 1" in chips, f"the source chip does not spell the file's name: {chips}"
     sources = browser.find_element(By.XPATH, "(//*[contains(text(), 'From your library')])[last()]")
     browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", sources)
     picture = Path(os.environ.get("CHAT_SCREENSHOT_LIBRARY") or tmp_path / "library.png")
