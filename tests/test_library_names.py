@@ -178,6 +178,7 @@ def test_typing_at_offers_the_libraries_names_and_enter_puts_one_in_the_box(app_
                                    "b = document.getElementById('chat-input').getBoundingClientRect(); "
                                    "return l.bottom <= b.top && l.height > 10 && l.left >= 0;")
     assert above, "the list is not shown above the message box"
+    browser.save_screenshot(str(Path(os.environ.get("CHAT_NEWCOMER_SHOTS") or tmp_path) / "library-names.png"))
     wait.until(typing(Keys.ENTER))
     wait.until(lambda d: box_value(d) == "@kettle-manual.txt " and suggested(d) == [],
                f"Enter did not put the name in the box: {box_value(browser)!r}")
