@@ -197,6 +197,12 @@ async def test_each_listed_document_has_a_remove_button_that_removes_it(engine_e
             again = await press(chat, kettle)  # a stale button (an older list on another tab)
             assert "no longer in your library" in again, again
             assert "| 1 | 养花笔记.txt |" in await command(chat), "a stale button removed another document"
+
+            newer = PLANTS + "\n\n绿萝每周浇一次水。".encode()  # the same file, added again after a change
+            replaced = await command(chat, files=[await upload(chat, "养花笔记.txt", newer)])
+            assert "in place of the earlier copy" in replaced, replaced
+            listed = await command(chat)
+            assert listed.count("养花笔记.txt |") == 1 and f"{len(newer) / 1024:.1f} KB" in listed, listed
         finally:
             await chat.close()
     finally:

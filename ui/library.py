@@ -97,14 +97,19 @@ async def on_command(layer, message: cl.Message) -> None:
 
 
 async def _add(layer, files) -> None:
+    """Add each file; one named as a document already there takes its place (a file added again is a new
+    version of it), once the new one is kept."""
     user, added, problems = _user(), [], []
     for element in files:
         try:
             text = await asyncio.to_thread(attachments.read, element.path)
             size = os.path.getsize(element.path)
+            earlier = [d for d in await library.documents(layer, user) if d.name == element.name]
             document = await library.add(layer, user, element.name, size, text)
-            added.append(say("library.added_one", name=document.name, size=_size_text(size),
-                             count=_passages(document.passages)))
+            for copy in earlier:
+                await library.remove(layer, user, copy.id)
+            added.append(say("library.replaced_one" if earlier else "library.added_one", name=document.name,
+                             size=_size_text(size), count=_passages(document.passages)))
         except (attachments.Refused, library.LibraryFull) as why:
             problems.append(say("file.refused", name=element.name, why=why))
         except OSError as error:

@@ -34,6 +34,8 @@ TEXTS = {
                              "*{names} 都不是你文档库中的文档名，因此保留为消息的一部分。*"),
     "library.added": ("Added to your library: {added}.", "已加入你的文档库：{added}。"),
     "library.added_one": ("**{name}** ({size}, {count})", "**{name}**（{size}，{count}）"),
+    "library.replaced_one": ("**{name}** ({size}, {count}) in place of the earlier copy of that name",
+                             "**{name}**（{size}，{count}），替换了同名的旧版本"),
     "library.not_added": ("Not added: {problems} Attach {accepted}.", "未加入：{problems} 请附上{accepted}。"),
     "library.turn_on": ("Turn on *Answer from my library* in the settings to answer from it.",
                         "在设置中打开 *根据我的文档库回答*，即可据此回答。"),
