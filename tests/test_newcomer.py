@@ -304,6 +304,27 @@ def test_the_status_table_gets_no_thumbs_a_reply_keeps_its_own(app_server, brows
     assert len(rated) == replies, f"the status table can be rated as if the model wrote it: {rated}"
 
 
+def test_the_settings_say_what_auto_runs_and_offer_what_this_device_runs(app_server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    wait.until(click("chat-settings-header-button"), "no settings button to click")
+    wait.until(lambda d: "Memory preset" in d.find_element(By.ID, "chat-settings-sidebar-content").text,
+               "the settings sidebar shows no widgets")
+    panel = browser.find_element(By.ID, "chat-settings-sidebar-content").text
+    assert "GPU presets need an NVIDIA GPU" in panel, panel[:600]
+    wait.until(click("preset"), "the preset list does not open")
+    options = (By.XPATH, "//*[@role='option']")
+    wait.until(lambda d: len(d.find_elements(*options)) >= 3 and d.execute_script(
+        "return getComputedStyle(document.querySelector('[role=listbox]')).opacity") == "1",
+        "the preset list shows no presets")
+    shot(browser, tmp_path, "settings-presets.png")
+    offered = [option.text.strip() for option in browser.find_elements(*options)]
+    assert "auto (now: cpu)" in offered, offered
+    assert not [label for label in offered if "gb" in label and "cpu" not in label], offered
+
+
 def server_ready(server) -> bool:
     """Whether the server's engine is up, by its log (the page is not asked: asking would add a message)."""
     return "engine ready:" in server.log_path.read_text()

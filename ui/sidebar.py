@@ -76,10 +76,10 @@ def _preset_select(settings: Settings, prefs: ChatPreferences, locked: str | Non
                       initial_value=prefs.preset, disabled=True, description=locked)
     labels, note = preset_choices(settings, prefs.preset, running)
     purposes = preset_labels(settings)
-    details = "\n".join(purposes[name] for name in labels)
+    details = " · ".join(purposes[name] for name in labels)  # the panel shows a description as one paragraph
     return Select(id="preset", label=say("setting.preset"), items={v: k for k, v in labels.items()},
                   initial_value=prefs.preset if prefs.preset in labels else "auto",
-                  description=" ".join(filter(None, [say("setting.preset.tip"), note])) + "\n\n" + details)
+                  description=" ".join(filter(None, [say("setting.preset.tip"), note])) + " · " + details)
 
 
 def preset_choices(settings: Settings, chosen: str, running: presets.Preset | None) -> tuple[dict[str, str], str]:
