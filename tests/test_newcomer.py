@@ -262,6 +262,25 @@ def test_the_library_is_driven_by_pointing_the_chip_adds_lists_and_removes(app_s
                "pressing Remove did not remove the document")
 
 
+def test_api_keys_are_made_and_revoked_by_pointing(app_server, browser, tmp_path):
+    import re
+
+    from selenium.webdriver.common.by import By
+
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    wait.until(click("command-Keys"), "no Keys chip to click")  # the chip acts at once: no Send to press
+    wait.until(press("normalize-space(.)='New key'"), "the keys' list has no New key button")
+    wait.until(lambda d: re.search(r"Your new API key (key \d+)", body(d)), "New key made no key")
+    name = re.search(r"Your new API key (key \d+)", body(browser)).group(1)
+    wait.until(click("command-Keys"), "no Keys chip to click")
+    revoke = f"starts-with(normalize-space(.), 'Revoke') and contains(., ': {name}')"
+    wait.until(lambda d: d.find_elements(By.XPATH, f"//button[{revoke}]"), f"{name} has no Revoke button")
+    shot(browser, tmp_path, "keys-buttons.png")
+    wait.until(press(revoke), "the Revoke button could not be pressed")
+    wait.until(lambda d: f"Revoked {name}" in body(d), "pressing Revoke did not revoke the key")
+
+
 def test_at_phone_width_every_chip_shows_its_name(app_server, browser, tmp_path):
     from selenium.webdriver.common.by import By
 

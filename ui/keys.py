@@ -1,6 +1,6 @@
-"""A user's own API keys in the chat: the Keys chip lists them; `new NAME` beside it makes one, `revoke N` (or the
-name) revokes one. The keys themselves are the history's (history/keys.py): kept as hashes, checked by the API
-(api/callers.py) in every app process.
+"""A user's own API keys in the chat: the Keys chip lists them, with a New key button and a Revoke button for each;
+`new NAME` typed beside the chip makes a named one, `revoke N` (or the name) revokes one. The keys themselves are
+the history's (history/keys.py): kept as hashes, checked by the API (api/callers.py) in every app process.
 
 A new key is shown once, in a message that is never stored (`transient`): the history's tables never hold a key in
 clear, and a reopened chat does not show it again. Everything here acts on the signed-in user's keys only (the local
@@ -16,6 +16,7 @@ from ui.words import say
 
 COMMAND = "Keys"
 NEW, REVOKE = ("new", "新建"), ("revoke", "撤销")
+NEW_ACTION, REVOKE_ACTION = "key_new", "key_revoke"  # the list's buttons (their callbacks are below)
 
 
 def _user() -> str:
@@ -80,10 +81,46 @@ async def _revoke(layer, which: str) -> None:
 async def _list(layer) -> None:
     listed = await keys.listed(layer, _user())
     how = say("keys.how")
+    make = cl.Action(name=NEW_ACTION, payload={}, icon="key-round", label=say("keys.new_button"),
+                     tooltip=say("keys.new_tip"))
     if not listed:
-        return await cl.Message(content=say("keys.none", how=how), author="system").send()
+        return await cl.Message(content=say("keys.none", how=how), author="system", actions=[make]).send()
     rows = [f"| {n} | {_cell(k.name)} | {k.created_at} | {k.last_used_at or say('keys.never')} |"
             for n, k in enumerate(listed, 1)]
     table = "\n".join([say("keys.head"), "|---|---|---|---|", *rows])
+    buttons = [cl.Action(name=REVOKE_ACTION, payload={"id": k.id}, icon="ban",
+                         label=say("keys.revoke_button", n=n, name=k.name[:24]),
+                         tooltip=say("keys.revoke_tip", name=k.name)) for n, k in enumerate(listed, 1)]
     await cl.Message(content=say("keys.list", count=len(listed), table=table, how=how), author="system",
-                     type=TABLE).send()
+                     type=TABLE, actions=[make, *buttons]).send()
+
+
+def _free_name(taken: set[str]) -> str:
+    """A name for a key made by its button: "key 1", "key 2" ... the first not taken."""
+    return next(name for n in range(1, len(taken) + 2) if (name := say("keys.default_name", n=n)) not in taken)
+
+
+@cl.action_callback(NEW_ACTION)
+async def new_pressed(action: cl.Action) -> None:
+    """The list's New key button: a key named "key N", shown once (a typed `new NAME` names it)."""
+    from chainlit.data import get_data_layer
+
+    layer = get_data_layer()
+    if layer is None:
+        return await cl.ErrorMessage(content=say("keys.no_history"), author="system").send()
+    await _make(layer, _free_name({k.name for k in await keys.listed(layer, _user())}))
+
+
+@cl.action_callback(REVOKE_ACTION)
+async def revoke_pressed(action: cl.Action) -> None:
+    """A listed key's Revoke button: the key goes (if it is still this user's), and its button with it."""
+    from chainlit.data import get_data_layer
+
+    layer, key_id = get_data_layer(), (action.payload or {}).get("id")
+    mine = {k.id: k for k in await keys.listed(layer, _user())} if layer is not None else {}
+    if not isinstance(key_id, str) or key_id not in mine:
+        await cl.ErrorMessage(content=say("keys.already_gone"), author="system").send()
+    else:
+        await keys.revoke(layer, _user(), key_id)
+        await cl.Message(content=say("keys.revoked", name=_cell(mine[key_id].name)), author="system").send()
+    await action.remove()
