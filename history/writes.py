@@ -108,8 +108,10 @@ class ReplySaver:
             from chainlit.utils import utc_now
             self.reply.created_at = utc_now()
         step, content = self.reply.to_dict(), self.reply.content
-        step.update(output=f"{content}\n\n{CUT_OFF_NOTE}", streaming=False,
-                    metadata={**self.reply.metadata, "answer": content, "cut_off": True})
+        metadata = {**self.reply.metadata, "answer": content, "cut_off": True}
+        if metadata.get("versions"):  # a regenerated reply's earlier answers (ui/versions.py), this one's as shown
+            metadata["versions"] = [*metadata["versions"][:-1], f"{content}\n\n{CUT_OFF_NOTE}"]
+        step.update(output=f"{content}\n\n{CUT_OFF_NOTE}", streaming=False, metadata=metadata)
         self.task = spawn(self.layer.create_step(step))
 
     async def settle(self) -> None:

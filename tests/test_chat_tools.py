@@ -195,6 +195,38 @@ async def test_a_regenerated_reply_keeps_the_earlier_answer_a_press_away_also_in
         await resumed.close()
 
 
+async def test_a_regenerated_reply_is_saved_with_the_earlier_answers_while_it_streams(client, app_server):
+    """A server killed while a regenerated reply streams keeps what it saved last: the earlier answers with it."""
+    import sqlite3
+
+    from history.writes import CUT_OFF_NOTE
+
+    def saved_while_streaming() -> list:
+        with sqlite3.connect(app_server.env["CHAT_HISTORY_DB"]) as db:
+            rows = db.execute('SELECT metadata FROM steps WHERE "threadId" = ? AND type = ?',
+                              (client.thread_id, "assistant_message")).fetchall()
+        return [json.loads(meta) for (meta,) in rows if json.loads(meta or "{}").get("cut_off")]
+
+    for _ in range(3):  # the random test model may end a reply before it is saved while streaming: try again
+        await client.change_settings({"max_tokens": 16, "temperature": 0.8})
+        first = await client.ask("Name three rivers.")
+        earlier = first.content
+        await client.change_settings({"max_tokens": 8192})
+        await _until(lambda: (client.action(REGENERATE) or {}).get("forId") == first.id)
+        pressing = asyncio.create_task(client.click(client.action(REGENERATE)))  # answered once the reply ends
+        while not saved_while_streaming() and not pressing.done():
+            await asyncio.sleep(0.05)
+        if saved_while_streaming():
+            break
+        await pressing
+    else:
+        pytest.fail("in 3 tries the regenerated reply had ended before it was saved while streaming")
+    versions = saved_while_streaming()[-1]["versions"]
+    await client.stop()
+    await asyncio.wait_for(pressing, 300)
+    assert versions[0] == earlier and versions[-1].endswith(CUT_OFF_NOTE), versions
+
+
 async def test_a_continued_reply_can_be_stopped_and_continued_again(client, tokenizer):
     # The reply and its continuations must fit the context (10,240) to go on: the random test model's text
     # tokenizes again to about 1.6 times the tokens it was written in, so a reply whose Stop came late (a busy
@@ -205,7 +237,7 @@ async def test_a_continued_reply_can_be_stopped_and_continued_again(client, toke
         if len(tokenizer.encode(reply.content)) > 4000:
             continue
         await client.change_settings({"max_tokens": 2000})
-        assert client.action(CONTINUE)["forId"] == reply.id, "a stopped reply can be continued"
+        await _until(lambda: (client.action(CONTINUE) or {}).get("forId") == reply.id)  # a stopped reply goes on
         before = reply.content.split("\n\n*Stopped.*")[0]
         clicked = asyncio.ensure_future(client.click(client.action(CONTINUE)))
         deadline = time.monotonic() + 300
@@ -220,7 +252,9 @@ async def test_a_continued_reply_can_be_stopped_and_continued_again(client, toke
         if "*Stopped.*" in reply.content:
             break
         # the test client saw the continuation only once it had ended: start again
-    assert "*Stopped.*" in reply.content and client.action(CONTINUE)["forId"] == reply.id
+    assert "*Stopped.*" in reply.content
+    # the finished text and the buttons under it reach the page as separate events
+    await _until(lambda: (client.action(CONTINUE) or {}).get("forId") == reply.id)
     await client.change_settings({"max_tokens": 16})
     stopped = reply.content
     await client.click(client.action(CONTINUE))

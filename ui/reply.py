@@ -62,6 +62,8 @@ class Reply:
         self.started = True
         if self.replaces is not None:
             replaced, self.replaces = self.replaces, None
+            if self.versions:  # kept with the new reply from now on: a server that stops mid-reply loses none
+                self.message.metadata["versions"] = [*self.versions, ""]
             await replaced.remove()
 
     async def add(self, delta: str) -> None:
