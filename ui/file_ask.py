@@ -11,7 +11,9 @@ from chainlit.config import config
 from history.writes import transient
 from ui.words import say
 
-WAIT_S = 600  # a file picked from a slow folder, or a phone's: the box waits ten minutes, then says it gave up
+# How long the box waits for a file, then says it gave up: Chainlit keeps the message box off while it waits (a
+# chip pressed by mistake would hold the chat that long), yet a file picked from a phone's slow folder needs time
+WAIT_S = 120
 JSON = {"application/json": [".json", ".jsonl"]}
 
 
