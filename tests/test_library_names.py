@@ -76,11 +76,12 @@ def test_the_route_is_put_ahead_of_chainlits_page_once_however_often_the_app_loa
     from chainlit.server import app
 
     monkeypatch.setattr(app.router, "routes", list(app.router.routes))
-    before = len(app.router.routes)
+    # the app loaded by an earlier test may have put the route in already
+    others = len([route for route in app.router.routes if getattr(route, "path", "") != PATH])
     serve_names(None)
     serve_names(None)  # a `-w` reload
     ours = [route for route in app.router.routes if getattr(route, "path", "") == PATH]
-    assert len(ours) == 1 and app.router.routes[0] is ours[0] and len(app.router.routes) == before + 1
+    assert len(ours) == 1 and app.router.routes[0] is ours[0] and len(app.router.routes) == others + 1
 
 
 browser_only = pytest.mark.skipif(
