@@ -9,7 +9,7 @@ import asyncio
 
 import chainlit as cl
 
-from chainlit_patches import restore_engine_modules
+from chainlit_patches import OVERSIZED_MESSAGE, restore_engine_modules
 
 restore_engine_modules()  # a `-w` reload must reuse the running engine's classes
 import wiring  # noqa: E402
@@ -48,6 +48,10 @@ async def resume_chat(thread: dict):
 @cl.on_message
 @reported("answering your message")
 async def on_message(message: cl.Message):
+    if OVERSIZED_MESSAGE in (message.metadata or {}):  # over the socket's 1 MB: only the words' size came
+        await cl.ErrorMessage(content=say("message.oversized", mb=message.metadata[OVERSIZED_MESSAGE] / 1e6),
+                              author="system").send()
+        return
     message.command = command(message.command)  # a chip is named in the chat's language
     if message.command == "Status" or message.content.strip() == "/status":
         await cl.Message(content=text.status_text(engine.status()), author="system", type=TABLE).send()

@@ -24,10 +24,12 @@ in one place, with why.
 - **The chats' sessions** (`live_sessions`, `session_of_socket`, `enter`, `resume`): Chainlit has no public way
   to reach another chat (a broadcast, a deleted chat's tabs), find the session of a socket event, or reopen a
   stored thread for a session (its `resume_thread`, with its owner check); these name its registry and functions.
-- **A settings change too large for the socket** (`bound_settings_changes`): Socket.IO (python-engineio 4, under
-  Chainlit) closes a websocket whose frame is over its 1 MB buffer, so a huge system prompt dropped the chat's
-  connection without a word. Such a frame of a settings change becomes a change holding only its size
-  (`OVERSIZED`), which the sidebar refuses with a sentence like any other bad value; other events are left alone.
+- **A settings change or message too large for the socket** (`bound_settings_changes`): Socket.IO
+  (python-engineio 4, under Chainlit) closes a websocket whose frame is over its 1 MB buffer, so a huge system
+  prompt or message dropped the chat's connection without a word. Such a frame of a settings change becomes a
+  change holding only its size (`OVERSIZED`), which the sidebar refuses with a sentence like any other bad value;
+  such a message arrives without its words, their size in its metadata (`OVERSIZED_MESSAGE`), and the chat says
+  so (app.py); other events are left alone.
 - **An empty file can be uploaded** (`keep_empty_uploads`): Chainlit's `persist_file` takes 0 bytes for "no
   content" and raises, so its upload route answered an empty file with an HTTP 500. The file is kept as the empty
   file it is, and ui/attachments.py refuses it in the chat by name ("x.txt is empty").
@@ -49,6 +51,7 @@ tests/test_chainlit_patches.py fails when a Chainlit upgrade changes what these 
 """
 
 import importlib
+import json
 import sys
 import time
 import types
@@ -111,11 +114,14 @@ def wrap_socket_handler(event: str, wrap) -> None:
 
 
 OVERSIZED = "oversized_change_bytes"  # the one value of a settings change too large for the socket: its size
+OVERSIZED_MESSAGE = "oversized_message_bytes"  # in a message's metadata: its words were too large, this their size
 _SETTINGS_FRAME = '42["chat_settings_change"'  # a Socket.IO event frame of the default namespace, without an ack
+_MESSAGE_FRAME = '42["client_message"'
 
 
 class _BoundedWebsocket:
-    """engineio's websocket, whose over-large settings frames arrive as their size alone."""
+    """engineio's websocket, whose over-large settings frames arrive as their size alone, and over-large chat
+    messages without their words, their size in their metadata."""
 
     def __init__(self, ws, most: int):
         self._ws, self._most = ws, most
@@ -125,9 +131,27 @@ class _BoundedWebsocket:
 
     async def wait(self):
         data = await self._ws.wait()
-        if isinstance(data, str) and len(data) > self._most and data.startswith(_SETTINGS_FRAME):
+        if not isinstance(data, str) or len(data) <= self._most:
+            return data
+        if data.startswith(_SETTINGS_FRAME):
             return f'{_SETTINGS_FRAME},{{"{OVERSIZED}": {len(data.encode())}}}]'
+        if data.startswith(_MESSAGE_FRAME):
+            return _message_without_words(data)
         return data
+
+
+def _message_without_words(frame: str) -> str:
+    """A chat message's frame with its words left out and their size noted; a frame that is not one is returned as
+    it came (engineio then closes the socket as before). The frame is at most the server's websocket limit (16 MB
+    under uvicorn), so reading it is bounded work."""
+    try:
+        event, payload = json.loads(frame[2:])
+        message = payload["message"]
+        message["metadata"] = {**(message.get("metadata") or {}), OVERSIZED_MESSAGE: len(frame.encode())}
+        message["output"] = ""
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return frame
+    return "42" + json.dumps([event, payload])
 
 
 def bound_settings_changes() -> None:

@@ -96,6 +96,17 @@ async def test_a_message_carrying_another_users_message_id_is_refused_and_hers_s
     await again.close()
 
 
+async def test_a_message_over_the_sockets_1_mb_is_refused_by_its_size_and_the_connection_stays(server):
+    chat = await ChatClient(server.url, "alice", "alice-password").connect()
+    await chat.send("y" * 1_500_000)
+    await chat.wait_idle()
+    assert "Your message was 1.5 MB, more than the 1 MB one message can carry" in chat.all_text()
+    assert chat.sio.connected, "the chat's connection stays open"
+    assert not chat.replies("ERNIE Chat"), "nothing was sent to the model"
+    assert stats_of((await chat.ask("Hello")).content)["reply"] > 0, "the same connection answers the next message"
+    await chat.close()
+
+
 async def test_a_refused_setting_is_neither_applied_nor_stored_and_a_bad_stored_one_costs_only_itself(server):
     chat = await ChatClient(server.url, "alice", "alice-password").connect()
     await chat.change_settings({"system_prompt": "Answer as a pirate.", "temperature": 0.3, "max_tokens": 16})

@@ -8,6 +8,7 @@ renames a socket handler or stops re-importing project modules on `-w` fails her
 import importlib
 import importlib.metadata
 import inspect
+import json
 import sys
 import time
 import types
@@ -158,7 +159,7 @@ def test_a_stopping_server_deletes_its_files_folder_and_the_patch_gives_each_pro
     assert chainlit.server.FILES_DIRECTORY == tmp_path, "and the shutdown deletes only that folder"
 
 
-async def test_engineio_drops_a_socket_over_its_buffer_and_the_patch_turns_a_settings_change_into_its_size(
+async def test_engineio_drops_a_socket_over_its_buffer_and_the_patch_turns_a_large_change_or_message_into_its_size(
         monkeypatch):
     from engineio.async_socket import AsyncSocket
     from engineio.base_server import BaseServer
@@ -170,14 +171,17 @@ async def test_engineio_drops_a_socket_over_its_buffer_and_the_patch_turns_a_set
     seen = []
 
     async def recording(self, ws):
-        seen.extend([await ws.wait(), await ws.wait(), await ws.wait()])
+        seen.extend([await ws.wait() for _ in range(4)])
 
     monkeypatch.setattr(AsyncSocket, "_websocket_handler", recording)
     chainlit_patches.bound_settings_changes()
     chainlit_patches.bound_settings_changes()  # a `-w` reload
     assert AsyncSocket._websocket_handler.engineio_handler is recording, "wrapped once"
+    message_frame = '42["client_message",' + json.dumps({"message": {"id": "m", "output": "z" * 2_000, "metadata": {
+        "kept": 1}}, "fileReferences": [{"id": "f"}]}) + "]"
     frames = iter(['42["chat_settings_change",{"system_prompt":"' + "x" * 2_000 + '"}]',
-                   '42["client_message",' + "y" * 2_000 + "]", '42["chat_settings_change",{"top_p":0.5}]'])
+                   '42["client_message",' + "y" * 2_000 + "]", '42["chat_settings_change",{"top_p":0.5}]',
+                   message_frame])
 
     class Socket:
         server = types.SimpleNamespace(max_http_buffer_size=1_000)
@@ -188,6 +192,10 @@ async def test_engineio_drops_a_socket_over_its_buffer_and_the_patch_turns_a_set
     await AsyncSocket._websocket_handler(Socket(), types.SimpleNamespace(wait=wait))
     assert seen[0] == '42["chat_settings_change",{"oversized_change_bytes": 2047}]'
     assert len(seen[1]) > 2_000 and seen[2].endswith('{"top_p":0.5}]'), "other frames pass as they came"
+    event, payload = json.loads(seen[3][2:])
+    assert event == "client_message" and payload["fileReferences"] == [{"id": "f"}]
+    assert payload["message"] == {"id": "m", "output": "", "metadata": {
+        "kept": 1, chainlit_patches.OVERSIZED_MESSAGE: len(message_frame.encode())}}, "the message without its words"
 
 
 async def test_chainlit_refuses_to_keep_an_empty_upload_and_the_patch_keeps_it_as_an_empty_file(monkeypatch, tmp_path):

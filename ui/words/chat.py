@@ -71,6 +71,11 @@ TEXTS = {
     "cost.tokens": ("{prompt} prompt + {reply} reply tokens", "提示 {prompt} + 回复 {reply} token"),
     "cost.cached": ("{cached} cached", "缓存命中 {cached}"),
     "message.empty": ("Your message is empty: type something to ask.", "消息是空的：请输入你想问的内容。"),
+    "message.oversized": ("Your message was {mb:.1f} MB, more than the 1 MB one message can carry, so it was not "
+                          "sent to the model. Its text is still shown above to copy from: send it in parts, or "
+                          "attach it as text files (1 MB each).",
+                          "你的消息有 {mb:.1f} MB，超过了一条消息最多能带的 1 MB，所以没有发给模型。"
+                          "它的文字仍显示在上面，可以复制：请分几次发送，或作为文本文件附加（每个 1 MB 以内）。"),
 
     # the engine's start, as a chat sees it
     "start.starting": ("Starting the model engine", "正在启动模型引擎"),
