@@ -19,12 +19,12 @@ pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER) and not os.environ.get("CI"),
     reason="needs Debian's chromium and chromium-driver (scripts/setup.sh --dev installs them)")
 
-# Records whether the page ever drew its Stop button (Chainlit's sign that the chat's task runs), however briefly
+# Records whether the page ever drew its Stop button (Chainlit's sign that the chat's task runs), however briefly.
+# React may turn the Send button into Stop by changing its id alone, so ids are watched as well as added nodes.
 WATCH_STOP = """
 window.stopSeen = false;
-new MutationObserver(records => { for (const r of records) for (const n of r.addedNodes)
-  if (n.nodeType === 1 && (n.id === 'stop-button' || n.querySelector('#stop-button'))) window.stopSeen = true; })
-  .observe(document.body, {childList: true, subtree: true});
+new MutationObserver(() => { if (document.getElementById('stop-button')) window.stopSeen = true; })
+  .observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['id']});
 """
 
 
@@ -54,10 +54,20 @@ def shot(browser, tmp_path, name: str) -> Path:
 
 
 def waiter(browser, seconds: float = 240):
-    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    """A wait whose timeout also says why the last try failed (a step that records it in `why`, as press does)."""
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(browser, seconds, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+    class Waiter(WebDriverWait):
+        def until(self, method, message: str = ""):
+            try:
+                return super().until(method, message)
+            except TimeoutException as timeout:
+                if not getattr(method, "why", ""):
+                    raise
+                raise TimeoutException(f"{message}; last try: {method.why}") from timeout
+
+    return Waiter(browser, seconds, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
 
 
 def body(driver) -> str:
@@ -106,6 +116,8 @@ def test_a_chat_begun_with_the_status_chip_gets_its_address_its_name_and_stop(ap
     browser.get(app_server.url)
     wait.until(click("command-Status"), "no Status chip to click")
     wait.until(lambda d: "Requests running / queued" in body(d), "the Status chip did not answer")
+    # the Status chip's own task shows Stop until it ends: watch for the reply's Stop from then on
+    wait.until(lambda d: not d.find_elements(By.ID, "stop-button"), "the Status chip's task never ended")
     browser.execute_script(WATCH_STOP)
     question = "Tell a long story about a kettle."
     wait.until(typed(question))
@@ -218,10 +230,16 @@ def press(button: str):
 
     def pressing(driver) -> bool:
         try:
-            driver.find_elements(By.XPATH, f"//button[{button}]")[-1].click()
+            found = driver.find_elements(By.XPATH, f"//button[{button}]")[-1]
+            if not found.is_enabled():
+                pressing.why = "the button is disabled (the chat is busy)"
+                return False
+            found.click()
             return True
-        except (WebDriverException, IndexError):
+        except (WebDriverException, IndexError) as error:
+            pressing.why = f"{type(error).__name__}: {(getattr(error, 'msg', None) or str(error)).splitlines()[0]}"
             return False
+    pressing.why = ""
     return pressing
 
 
