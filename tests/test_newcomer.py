@@ -224,8 +224,11 @@ def attach_to(element_id: str, path: Path):
 
 
 def press(button: str):
-    """Press the latest button of the chat that the XPath condition `button` picks, e.g. "normalize-space(.)='Go'"."""
+    """Press the latest button of the chat that the XPath condition `button` picks, e.g. "normalize-space(.)='Go'",
+    as a user does: brought to the middle of the chat and pointed at first, which closes the tooltip of whatever the
+    pointer rested on (a chip's tooltip stands over the end of the chat while the pointer stays on the chip)."""
     from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
     def pressing(driver) -> bool:
@@ -234,6 +237,8 @@ def press(button: str):
             if not found.is_enabled():
                 pressing.why = "the button is disabled (the chat is busy)"
                 return False
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", found)
+            ActionChains(driver).move_to_element(found).perform()
             found.click()
             return True
         except (WebDriverException, IndexError) as error:
