@@ -9,14 +9,14 @@ import asyncio
 
 import chainlit as cl
 
-from chainlit_patches import OVERSIZED_MESSAGE, restore_engine_modules
+from chainlit_patches import restore_engine_modules
 
 restore_engine_modules()  # a `-w` reload must reuse the running engine's classes
 import wiring  # noqa: E402
 from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
-from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, my_defaults, sessions,  # noqa: E402
+from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, my_defaults, oversized, sessions,  # noqa: E402
                 settings_first, sidebar, start_note, text, usage, versions)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
@@ -48,9 +48,8 @@ async def resume_chat(thread: dict):
 @cl.on_message
 @reported("answering your message")
 async def on_message(message: cl.Message):
-    if OVERSIZED_MESSAGE in (message.metadata or {}):  # over the socket's 1 MB: only the words' size came
-        await cl.ErrorMessage(content=say("message.oversized", mb=message.metadata[OVERSIZED_MESSAGE] / 1e6),
-                              author="system").send()
+    if (size := oversized.size_of({"metadata": message.metadata})) is not None:  # over the socket's 1 MB
+        await oversized.refuse(size)
         return
     message.command = command(message.command)  # a chip is named in the chat's language
     if message.command == "Status" or message.content.strip() == "/status":

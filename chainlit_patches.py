@@ -28,8 +28,8 @@ in one place, with why.
   (python-engineio 4, under Chainlit) closes a websocket whose frame is over its 1 MB buffer, so a huge system
   prompt or message dropped the chat's connection without a word. Such a frame of a settings change becomes a
   change holding only its size (`OVERSIZED`), which the sidebar refuses with a sentence like any other bad value;
-  such a message arrives without its words, their size in its metadata (`OVERSIZED_MESSAGE`), and the chat says
-  so (app.py); other events are left alone.
+  such a message, new or edited, arrives without its words, their size in its metadata (`OVERSIZED_MESSAGE`), and
+  the chat says so (ui/oversized.py); other events are left alone.
 - **An empty file can be uploaded** (`keep_empty_uploads`): Chainlit's `persist_file` takes 0 bytes for "no
   content" and raises, so its upload route answered an empty file with an HTTP 500. The file is kept as the empty
   file it is, and ui/attachments.py refuses it in the chat by name ("x.txt is empty").
@@ -116,7 +116,7 @@ def wrap_socket_handler(event: str, wrap) -> None:
 OVERSIZED = "oversized_change_bytes"  # the one value of a settings change too large for the socket: its size
 OVERSIZED_MESSAGE = "oversized_message_bytes"  # in a message's metadata: its words were too large, this their size
 _SETTINGS_FRAME = '42["chat_settings_change"'  # a Socket.IO event frame of the default namespace, without an ack
-_MESSAGE_FRAME = '42["client_message"'
+_MESSAGE_FRAMES = ('42["client_message"', '42["edit_message"')
 
 
 class _BoundedWebsocket:
@@ -135,7 +135,7 @@ class _BoundedWebsocket:
             return data
         if data.startswith(_SETTINGS_FRAME):
             return f'{_SETTINGS_FRAME},{{"{OVERSIZED}": {len(data.encode())}}}]'
-        if data.startswith(_MESSAGE_FRAME):
+        if data.startswith(_MESSAGE_FRAMES):
             return _message_without_words(data)
         return data
 

@@ -96,14 +96,23 @@ async def test_a_message_carrying_another_users_message_id_is_refused_and_hers_s
     await again.close()
 
 
-async def test_a_message_over_the_sockets_1_mb_is_refused_by_its_size_and_the_connection_stays(server):
+async def test_a_message_or_edit_over_the_sockets_1_mb_is_refused_by_its_size_and_the_chat_stays_as_it_was(server):
+    refused = "Your message was 1.5 MB, more than the 1 MB one message can carry"
     chat = await ChatClient(server.url, "alice", "alice-password").connect()
     await chat.send("y" * 1_500_000)
     await chat.wait_idle()
-    assert "Your message was 1.5 MB, more than the 1 MB one message can carry" in chat.all_text()
+    assert refused in chat.all_text()
     assert chat.sio.connected, "the chat's connection stays open"
     assert not chat.replies("ERNIE Chat"), "nothing was sent to the model"
     assert stats_of((await chat.ask("Hello")).content)["reply"] > 0, "the same connection answers the next message"
+    hello = next(m.id for m in chat.messages.values() if m.content == "Hello")
+    await _until(lambda: _query(server, "SELECT 1 FROM steps WHERE id = ?", hello), "the question stored")
+    steps = _query(server, 'SELECT id, output FROM steps WHERE "threadId" = ? ORDER BY "createdAt"', chat.thread_id)
+    await chat.edit(hello, "z" * 1_500_000)
+    await _until(lambda: chat.all_text().count(refused) == 2, "the edit refused in the chat")
+    assert chat.sio.connected, "the chat's connection stays open after the edit"
+    kept = _query(server, 'SELECT id, output FROM steps WHERE "threadId" = ? ORDER BY "createdAt"', chat.thread_id)
+    assert [row for row in kept if row[0] in {i for i, _ in steps}] == steps, "the question and its reply stay"
     await chat.close()
 
 
