@@ -174,8 +174,12 @@ def main() -> None:
                                                                     vars(args).items() if k != "out"),
               "processor": _processor(), "rows": rows, "table": text}
     Path(f"{stem}.json").write_text(json.dumps(report, indent=1, default=str))
-    plot(rows, Path(f"{stem}.png"))
-    print(f"wrote {stem}.json and .png")
+    try:  # the GPU lock (what the GPU machine runs) has no matplotlib: the JSON is the result, the plot a view of it
+        plot(rows, Path(f"{stem}.png"))
+    except ModuleNotFoundError as error:
+        print(f"wrote {stem}.json; no plot ({error}: install matplotlib to draw one)")
+    else:
+        print(f"wrote {stem}.json and .png")
 
 
 def _processor() -> str:

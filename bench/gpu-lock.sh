@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The GPU lock's own run on the H200, detached so that it outlives a time-limited remote command. Needs the lock
+# The GPU lock's own run on the GPU test machine (H100 or H200), detached so that it outlives a time-limited remote command. Needs the lock
 # installed there (bench/gpu-bundle-lock.sh here, then `source bench/gpu-setup-lock.sh` there).
 #   bash bench/gpu-lock.sh start        # starts the steps below in the background
 #   bash bench/gpu-lock.sh collect 540  # waits up to 540 s, prints the progress, packs $OUT/results-lock.tgz
 # Steps, in this order, each logged in /tmp/bench-lock/<step>.log:
 #   versions  every package the lock pins, its version there beside the lock's (`python -m harness.locks compare`)
 #   cache     what setup.sh runs after installing: `python -m engine.machine_cache` (FlashInfer's sampling kernels)
-#   engine    the engine's GPU paths as tests: tests/test_gpu_host.py (spawned core, GPU memory, sleep mode, Stop,
-#             switch, kill, shutdown), tests/test_vllm_seams.py, tests/test_engine_states.py (CHAT_TEST_DEVICE=cuda)
+#   engine    the engine's GPU paths as tests: tests/test_engine_imports.py (what the engine core imports to build
+#             the model), tests/test_gpu_host.py (spawned core, GPU memory, sleep mode, Stop, switch, kill,
+#             shutdown), tests/test_vllm_seams.py, tests/test_engine_states.py (CHAT_TEST_DEVICE=cuda)
 #   server    real `chainlit run` servers on the GPU: a chat with its progress, Stop, a preset switch
 #             (tests/test_app.py), the OpenAI API (tests/test_openai_api.py), sleep and wake through the app
 #             (tests/test_idle.py)
@@ -22,6 +23,7 @@ case "${1:-}" in
     setsid nohup bash bench/gpu-lock.sh steps > $results/steps.out 2>&1 < /dev/null &
     echo "started $!" ;;
   steps)
+    mkdir -p $results
     log() { echo "$(date -u +%H:%M:%S) $*" | tee -a $results/progress.log; }
     tests() {  # tests STEP PYTEST-ARGS...
       log "$1: start"
@@ -33,7 +35,7 @@ case "${1:-}" in
     python -m engine.machine_cache > $results/cache.log 2>&1
     log "cache: exit $?"
     [ -f models/tiny-ernie/model.safetensors ] || python scripts/make_tiny_model.py models/tiny-ernie > $results/model.log 2>&1
-    tests engine tests/test_gpu_host.py tests/test_vllm_seams.py tests/test_engine_states.py
+    tests engine tests/test_engine_imports.py tests/test_gpu_host.py tests/test_vllm_seams.py tests/test_engine_states.py
     tests server tests/test_app.py tests/test_openai_api.py tests/test_idle.py -k "first_chat or stop_ends_the_reply \
       or preset_switch_rebuilds or settings_change or lists_the_model or share_the_engine or through_the_app"
     [ -f models/ernie-full/model.safetensors ] || \

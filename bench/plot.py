@@ -1,18 +1,20 @@
-"""The benchmark's plots: tokens/s against concurrent chats, and peak memory per configuration."""
+"""The benchmark's plots: tokens/s against concurrent chats, and peak memory per configuration. matplotlib is
+imported when a plot is drawn: the GPU lock (what the GPU machine runs) has none, and the benchmarks' JSON and
+tables must not need it."""
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from bench.table import by_config  # noqa: E402
-from engine.presets import BUILT_IN  # noqa: E402
-from engine.sizing import GIB, footprint  # noqa: E402
+from bench.table import by_config
+from engine.presets import BUILT_IN
+from engine.sizing import GIB, footprint
 
 
 def plot(report: dict, stem: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     grouped = by_config(report)
     paths = []
     fig, ax = plt.subplots(figsize=(8, 5))
