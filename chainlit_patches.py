@@ -24,6 +24,9 @@ in one place, with why.
 - **The chats' sessions** (`live_sessions`, `session_of_socket`, `enter`, `resume`): Chainlit has no public way
   to reach another chat (a broadcast, a deleted chat's tabs), find the session of a socket event, or reopen a
   stored thread for a session (its `resume_thread`, with its owner check); these name its registry and functions.
+- **Edits answered by the app** (`shown_messages`, `rerun_message`): Chainlit's `edit_message` handler removes every
+  later message (from the page and the history) and stores the new text before the app sees the edit, so a refused
+  edit lost the chat's turns; ui/edits.py replaces that handler and reruns the message as Chainlit's did.
 - **A settings change or message too large for the socket** (`bound_settings_changes`): Socket.IO
   (python-engineio 4, under Chainlit) closes a websocket whose frame is over its 1 MB buffer, so a huge system
   prompt or message dropped the chat's connection without a word. Such a frame of a settings change becomes a
@@ -257,6 +260,30 @@ def session_of_socket(sid: str):
     from chainlit.session import WebsocketSession
 
     return WebsocketSession.get(sid)
+
+
+def shown_messages() -> list:
+    """The messages this chat's page shows, oldest first (Chainlit's chat context)."""
+    from chainlit.chat_context import chat_context
+
+    return list(chat_context.get())
+
+
+async def rerun_message(message) -> None:
+    """Answer `message` again with the app's on_message, as Chainlit's edit handler does, the page told a task runs
+    (its Stop shows)."""
+    import asyncio
+
+    from chainlit.config import config
+    from chainlit.context import context
+
+    await context.emitter.task_start()
+    try:
+        await config.code.on_message(message)
+    except asyncio.CancelledError:
+        pass
+    finally:
+        await context.emitter.task_end()
 
 
 def enter(session) -> None:

@@ -12,7 +12,7 @@ from engine import admission
 from engine.engine import shared_engine
 from history import layer as history_layer
 from history import usage
-from ui import attachments, chat_state, oversized, reconnect, sessions, settings_first
+from ui import attachments, chat_state, edits, reconnect, sessions, settings_first
 from web import guard, signin
 from web.api_route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
@@ -27,7 +27,6 @@ def patch_chainlit() -> None:
     reconnect.resend_replies_on_reconnect()  # nor a dropped connection that comes back
     sessions.continue_threads_after_restarts()  # nor a restart of the server under an open tab
     settings_first.apply_settings_first()  # a message sent after a settings change is answered with the new ones
-    oversized.refuse_oversized_edits()  # an edit too large for the socket leaves the chat as it was
 
 
 def install():
@@ -35,6 +34,7 @@ def install():
     engine and the history's data layer (None when the history is off)."""
     patch_chainlit()
     engine = shared_engine()  # first: it ends engine processes an earlier run left holding memory and the port
+    edits.handle_edits(lambda: chat_state.current(engine))  # an edit changes the chat once the engine takes it
     exit_if_port_taken()
     open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
     attachments.own_upload_folder()

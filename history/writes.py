@@ -1,5 +1,6 @@
-"""The history's writes while a chat runs: a streaming reply saved as it goes, the sidebar's values stored when
-they change, notices shown but never stored, and a failing database said once per chat.
+"""The history's writes while a chat runs: every change to a message shown and stored by one path
+(`show_and_store`), a streaming reply saved as it goes, the sidebar's values stored when they change, notices shown
+but never stored, and a failing database said once per chat.
 
 A reply is written every `SAVE_EVERY_S` while it streams, marked cut off until the finished reply replaces it, so a
 killed server loses at most that much. None of these writes holds a reply up: each runs in the background.
@@ -80,6 +81,19 @@ async def _notice(content: str) -> None:
     message = cl.Message(content=content, author="system")
     message.persisted = True  # shown, never written: the database is what fails
     await message.send()
+
+
+async def show_and_store(message, layer) -> None:
+    """The one way a changed message reaches the page and the history (a reply finished, continued, stopped or put
+    back, an edited question). Chainlit's `send()` writes only a message not saved before, and its `update()`
+    queues the write until the chat's next typed message (a Continue pressed in a reopened chat would wait for one,
+    then land stale): a message already saved is sent to the page and written again here, at once (the layer's
+    write replaces the stored step by its id)."""
+    if layer is None or not message.persisted or message.id in layer.unstored:
+        await message.send()
+        return
+    await message.send()  # the page only: Chainlit writes nothing for a message it saved before
+    await layer.create_step(message.to_dict())
 
 
 def transient(message, layer) -> None:

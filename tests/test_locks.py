@@ -12,12 +12,15 @@ import pytest
 
 from harness import locks
 
-# Tests that must pass on the GPU build, not skip: the proof of which build ran, the app's imports, both model
+# Tests that must pass on the GPU build, not skip: the proof of which build ran, the app's imports, what vLLM's
+# engine core imports to build the model (a package the lock leaves out fails here, without a GPU), both model
 # layouts' tokenizers and chat templates (a new chat, Continue, a reopened chat), the API gate, the history, the
 # library, and vLLM's seams that need no device.
 MUST_PASS_ON_GPU = [
     "tests/test_locks.py::test_this_python_runs_the_lock_of_its_vllm_build",
     "tests/test_locks.py::test_every_module_of_the_app_imports",
+    "tests/test_engine_imports.py::test_every_module_the_engine_core_imports_to_build_this_model_is_installed",
+    "tests/test_engine_imports.py::test_the_walk_fails_when_a_package_the_path_needs_is_left_out",
     "tests/test_hooks.py::",
     "tests/test_layout.py::test_the_project_has_no_import_circles",
     "tests/test_model_layouts.py::test_both_layouts_tokenize_alike_with_ernies_ids_and_render_its_template",

@@ -40,6 +40,7 @@ class ChatState:
     start_shown: object = None  # that start's note (ui/start_note.py), sent once a message waits for it
     replies: dict[str, cl.Message] = field(default_factory=dict)  # replies with earlier versions, by id
     versions: dict[str, int] = field(default_factory=dict)  # the version shown of a paged reply (ui/versions.py)
+    edit: object = None  # an edited question until the engine takes it (ui/edits.py)
 
     @property
     def replying(self) -> bool:

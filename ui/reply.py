@@ -21,8 +21,8 @@ import chainlit as cl
 from chainlit_patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
-from history.writes import ReplySaver, keep_settings, transient
-from ui import attachments, library, sessions, text, versions
+from history.writes import ReplySaver, keep_settings, show_and_store, transient
+from ui import attachments, edits, library, sessions, text, versions
 from ui.words import error_text, say
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
@@ -49,6 +49,8 @@ class Reply:
     earlier: dict | None = None  # Continue, Regenerate: the reply's turn, put back with it when they are refused
     replaces: cl.Message | None = None  # Regenerate: the reply this one replaces once the engine takes the request
     started: bool = False  # whether the engine sent anything
+    wrote: bool = False  # whether the engine sent any words (a Stop before them leaves a Continue or Regenerate undone)
+    previous: cl.Message | None = None  # the chat's latest reply before this one, the latest again if this is refused
     chat: object = None  # the chat (ui/chat_state.py), which pages through the versions of its replies
     versions: list[str] | None = None  # the answers to the question before this one, kept with it (ui/versions.py)
 
@@ -57,9 +59,14 @@ class Reply:
         return self.message.content + self.pending
 
     async def begun(self) -> None:
-        """The engine took the request: a regenerated reply now takes its predecessor's place, in the chat and in
-        the history."""
+        """The engine took the request: an edited question now takes its old text's place and the turns after it go
+        (ui/edits.py)."""
         self.started = True
+        await edits.take(self.chat, self.layer)
+
+    async def _replace(self) -> None:
+        """The reply's first words: a regenerated reply now takes its predecessor's place, in the chat and in the
+        history (a Stop before them leaves the predecessor as it was)."""
         if self.replaces is not None:
             replaced, self.replaces = self.replaces, None
             if self.versions:  # kept with the new reply from now on: a server that stops mid-reply loses none
@@ -67,6 +74,9 @@ class Reply:
             await replaced.remove()
 
     async def add(self, delta: str) -> None:
+        if delta and not self.wrote:
+            self.wrote = True
+            await self._replace()
         self.pending += delta
         if time.monotonic() - self.flushed_at >= FLUSH_EVERY_S:
             await self.message.stream_token(self.pending)
@@ -77,6 +87,7 @@ class Reply:
         """Record the turn in the chat's turns and show (and save) the reply with its notes and cost;
         `stats` None: it was stopped or cut by a failure."""
         await self.begun()
+        await self._replace()
         answer = self.written
         sent = attachments.as_sent(self.asked, stats)
         if sent is not self.asked:
@@ -99,8 +110,7 @@ class Reply:
         self.message.content = versions.kept(self.message, self.versions or [], shown)
         self.message.actions = [*tools(finish), *versions.buttons(self.message)]
         versions.remember(self.chat, self.message)
-        await self.message.send()
-
+        await show_and_store(self.message, self.layer)
 
     async def put_back(self) -> cl.Message:
         """A Continue or Regenerate refused before the engine sent anything (the question no longer fits, the
@@ -117,8 +127,20 @@ class Reply:
         self.message.content = self.shown_before
         self.message.actions = [*tools(self.message.metadata.get("finish")), *versions.buttons(self.message)]
         versions.remember(self.chat, self.message)
-        await self.message.send()
+        await show_and_store(self.message, self.layer)
         return self.message
+
+    async def keep_previous(self) -> cl.Message | None:
+        """A new question refused before the engine sent anything: the chat's latest reply keeps its tools (and the
+        turns an edit would have replaced come back: ui/edits.py). Returns it, the chat's latest again."""
+        await edits.put_back(self.chat)
+        shown = self.previous
+        if shown is not None:
+            shown.actions = [*tools(shown.metadata.get("finish")),
+                             *versions.buttons(shown, versions.shown_at(self.chat, shown))]
+            for action in shown.actions:
+                await action.send(for_id=shown.id)
+        return shown
 
 
 def tools(finish: str | None) -> list[cl.Action]:
@@ -167,11 +189,12 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
     else:
         shown_before = going_on.content
         message, going_on.content = going_on, going_on.metadata["answer"]
-    chat.reply = message
+    previous, chat.reply = chat.reply, message
     before = None if going_on is None else stored_stats(going_on)
     kept = versions.earlier(replaces) if replaces is not None else versions.texts(message)[:-1]
     return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before,
-                 found=found, shown_before=shown_before, earlier=earlier, replaces=replaces, chat=chat, versions=kept)
+                 found=found, shown_before=shown_before, earlier=earlier, replaces=replaces, chat=chat, versions=kept,
+                 previous=previous)
 
 
 def _user() -> str | None:
@@ -219,14 +242,19 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
             else:
                 await reply.add(item)
     except asyncio.CancelledError:  # Stop: keep what was written, and tell what it cost where the engine knows
-        await reply.finish(engine.stopped_stats(request_id))
+        if reply.earlier is not None and not reply.wrote:  # a Continue or Regenerate stopped before a word: undone
+            chat.reply = await reply.put_back()
+        else:
+            await reply.finish(engine.stopped_stats(request_id))
         raise
     except ChatError as error:
         said = error_text(error)
-        if reply.earlier is not None and not reply.started:
+        if reply.earlier is not None and not reply.wrote:
             chat.reply = await reply.put_back()
             if replaces is not None:  # the engine's words are about a new message: say what was (not) done
                 said = say("tools.not_regenerated", why=said[:1].lower() + said[1:])
+        elif not reply.wrote:  # a new or edited question refused: the chat stays as it was
+            chat.reply = await reply.keep_previous()
         elif reply.written:  # the engine failed mid-reply: keep what was written
             await reply.finish(None)
         await cl.ErrorMessage(content=said, author="system").send()
