@@ -24,6 +24,10 @@ in one place, with why.
 - **The chats' sessions** (`live_sessions`, `session_of_socket`, `enter`, `resume`): Chainlit has no public way
   to reach another chat (a broadcast, a deleted chat's tabs), find the session of a socket event, or reopen a
   stored thread for a session (its `resume_thread`, with its owner check); these name its registry and functions.
+- **The user checked each time** (`check_users_each_time`): Chainlit's `get_current_user` trusts a signed cookie
+  for its whole life (15 days) and its feedback routes change any message's feedback by its id. Every route that
+  asks for the user (FastAPI's `dependency_overrides`, a public way), the socket's connect (`chainlit.socket`'s own
+  name for it) and each chat message over an open socket now also ask the app (web/users.py).
 - **Edits answered by the app** (`shown_messages`, `rerun_message`): Chainlit's `edit_message` handler removes every
   later message (from the page and the history) and stores the new text before the app sees the edit, so a refused
   edit lost the chat's turns; ui/edits.py replaces that handler and reruns the message as Chainlit's did.
@@ -260,6 +264,48 @@ def session_of_socket(sid: str):
     from chainlit.session import WebsocketSession
 
     return WebsocketSession.get(sid)
+
+
+def check_users_each_time(is_user, refusal, removed: str) -> None:
+    """After Chainlit's own check of a request's user: `await is_user(user)` False answers 401 (`removed`, said), and
+    a non-empty `await refusal(request, user)` 403 with it; a socket whose user is gone is refused or closed."""
+    from chainlit import auth, socket
+    from chainlit.server import app
+    from fastapi import Depends, HTTPException, Request
+
+    chainlit_check = auth.get_current_user
+
+    async def current_user(request: Request, token: str | None = Depends(auth.reuseable_oauth)):
+        user = await chainlit_check(token)
+        if user is not None and not await is_user(user):
+            raise HTTPException(status_code=401, detail=removed)
+        if user is not None and (why := await refusal(request, user)):
+            raise HTTPException(status_code=403, detail=why)
+        return user
+
+    async def socket_user(token: str):
+        user = await chainlit_check(token=token)
+        return user if user is not None and await is_user(user) else None
+
+    app.dependency_overrides[chainlit_check] = current_user
+    socket.get_current_user = socket_user
+    wrap_socket_handler("client_message", lambda original: _for_users_only(original, is_user, removed))
+
+
+def _for_users_only(original, is_user, removed: str):
+    async def client_message(sid, payload):
+        import chainlit as cl
+        from chainlit.server import sio
+
+        session = session_of_socket(sid)
+        if session is None or session.user is None or await is_user(session.user):
+            return await original(sid, payload)
+        enter(session)
+        notice = cl.ErrorMessage(content=removed, author="system")
+        notice.persisted = True  # shown, never stored
+        await notice.send()
+        await sio.disconnect(sid)
+    return client_message
 
 
 def shown_messages() -> list:

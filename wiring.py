@@ -13,7 +13,7 @@ from engine.engine import shared_engine
 from history import layer as history_layer
 from history import usage
 from ui import attachments, chat_state, edits, reconnect, sessions, settings_first
-from web import guard, signin
+from web import guard, signin, users
 from web.api_route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
 from web.listen import chosen_port, exit_if_port_taken, is_loopback
@@ -46,5 +46,6 @@ def install():
     open_library(engine, layer, loopback)  # the API's `library` field
     serve_names(layer)  # the names the message box offers after an @
     signin.install(loopback, layer, engine.settings.history_db.parent)
+    users.install(layer, loopback)  # every request and message checks its user, each time
     guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)
     return engine, layer

@@ -112,7 +112,9 @@ async def measure(engine, mode: str, args) -> dict:
     flood = await flood_beside(engine, ApiGate(engine), args.flood_tokens, args.chat_tokens)
     print(f"[{mode}] beside the flood: {flood}", flush=True)
     settings = engine.settings.model_copy(update={"user_share": 0 if mode == "before" else None})
-    beside = [c for c in flood["chats"] if c["a_done"] < flood["a_requests"]]  # first token while A still ran
+    # B's chats whose first token came while A still ran; where none did, B waited for the whole flood (a fast
+    # GPU ends A's flood before B's turn without shares): those chats are the result, A done at B's first token
+    beside = [c for c in flood["chats"] if c["a_done"] < flood["a_requests"]] or flood["chats"]
     row = {"share": settings.share(engine.preset.max_num_seqs), "slots": engine.preset.max_num_seqs,
            "b_alone_ttft_ms": 1000 * statistics.median(c["ttft_s"] for c in alone),
            "b_alone_tok_s": statistics.median(c["tok_s"] for c in alone),

@@ -2,6 +2,7 @@
 # The GPU lock's own run on the GPU test machine (H100 or H200), detached so that it outlives a time-limited remote command. Needs the lock
 # installed there (bench/gpu-bundle-lock.sh here, then `source bench/gpu-setup-lock.sh` there).
 #   bash bench/gpu-lock.sh start        # starts the steps below in the background
+#   bash bench/gpu-lock.sh start server fair  # only these steps (and versions, always), e.g. again after a fix
 #   bash bench/gpu-lock.sh collect 540  # waits up to 540 s, prints the progress, packs $OUT/results-lock.tgz
 # Steps, in this order, each logged in /tmp/bench-lock/<step>.log:
 #   versions  every package the lock pins, its version there beside the lock's (`python -m harness.locks compare`)
@@ -20,10 +21,12 @@ running() { pgrep -f "gpu-lock.sh steps" > /dev/null; }
 case "${1:-}" in
   start)
     mkdir -p $results
-    setsid nohup bash bench/gpu-lock.sh steps > $results/steps.out 2>&1 < /dev/null &
+    setsid nohup bash bench/gpu-lock.sh steps "${@:2}" > $results/steps.out 2>&1 < /dev/null &
     echo "started $!" ;;
   steps)
     mkdir -p $results
+    wanted=" ${*:2} "
+    want() { [ "$wanted" = "  " ] || [[ $wanted == *" $1 "* ]]; }
     log() { echo "$(date -u +%H:%M:%S) $*" | tee -a $results/progress.log; }
     tests() {  # tests STEP PYTEST-ARGS...
       log "$1: start"
@@ -31,18 +34,22 @@ case "${1:-}" in
       log "$1: exit $? ($(grep -E '^=+ .*(passed|failed)' $results/$1.log | tail -1))"
     }
     log "versions: $(python -m harness.locks compare gpu > $results/versions.log 2>&1; tail -1 $results/versions.log)"
-    log "cache: start"
-    python -m engine.machine_cache > $results/cache.log 2>&1
-    log "cache: exit $?"
+    if want cache; then
+      log "cache: start"
+      python -m engine.machine_cache > $results/cache.log 2>&1
+      log "cache: exit $?"
+    fi
     [ -f models/tiny-ernie/model.safetensors ] || python scripts/make_tiny_model.py models/tiny-ernie > $results/model.log 2>&1
-    tests engine tests/test_engine_imports.py tests/test_gpu_host.py tests/test_vllm_seams.py tests/test_engine_states.py
-    tests server tests/test_app.py tests/test_openai_api.py tests/test_idle.py -k "first_chat or stop_ends_the_reply \
+    want engine && tests engine tests/test_engine_imports.py tests/test_gpu_host.py tests/test_vllm_seams.py tests/test_engine_states.py
+    want server && tests server tests/test_app.py tests/test_openai_api.py tests/test_idle.py -k "first_chat or stop_ends_the_reply \
       or preset_switch_rebuilds or settings_change or lists_the_model or share_the_engine or through_the_app"
     [ -f models/ernie-full/model.safetensors ] || \
       python scripts/make_tiny_model.py models/ernie-full --full-size > $results/model-full.log 2>&1
-    log "fair: start"
-    python -m bench.fair_share --model models/ernie-full --preset 4gb --repeat 2 --out $results > $results/fair.log 2>&1
-    log "fair: exit $? ($(tail -1 $results/fair.log))"
+    if want fair; then
+      log "fair: start"
+      python -m bench.fair_share --model models/ernie-full --preset 4gb --repeat 2 --out $results > $results/fair.log 2>&1
+      log "fair: exit $? ($(tail -1 $results/fair.log))"
+    fi
     log "all done" ;;
   collect)
     deadline=$((SECONDS + ${2:-540}))

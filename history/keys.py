@@ -31,11 +31,12 @@ LAST_USED_EVERY_S = 60.0
 
 _ADD = ('INSERT INTO chat_api_keys ("id", "user_identifier", "name", "hash", "created_at") '
         'VALUES (:id, :user, :name, :hash, :created_at)')
-_LIST = ('SELECT "id", "name", "created_at", "last_used_at" FROM chat_api_keys WHERE "user_identifier" = :user '
+LIST = ('SELECT "id", "name", "created_at", "last_used_at" FROM chat_api_keys WHERE "user_identifier" = :user '
          'ORDER BY "created_at", "name"')
 _COUNT = 'SELECT COUNT(*) AS keys FROM chat_api_keys WHERE "user_identifier" = :user'
 _FIND = 'SELECT "id", "user_identifier" FROM chat_api_keys WHERE "hash" = :hash'
-_REVOKE = 'DELETE FROM chat_api_keys WHERE "id" = :id AND "user_identifier" = :user'
+REVOKE = 'DELETE FROM chat_api_keys WHERE "id" = :id AND "user_identifier" = :user'
+REVOKE_ALL = 'DELETE FROM chat_api_keys WHERE "user_identifier" = :name'  # a removed user's (scripts/add_user.py)
 _USED = 'UPDATE chat_api_keys SET "last_used_at" = :at WHERE "id" = :id'
 
 
@@ -101,13 +102,13 @@ async def make(layer, user: str, name: str) -> str:
 
 
 async def listed(layer, user: str) -> list[Key]:
-    rows = await layer.execute_sql(_LIST, {"user": user})
+    rows = await layer.execute_sql(LIST, {"user": user})
     return [Key(**row) for row in rows] if isinstance(rows, list) else []
 
 
 async def revoke(layer, user: str, key_id: str) -> None:
     """Remove one of `user`'s keys: refused from the next request on, in every process."""
-    await layer.execute_all([(_REVOKE, {"id": key_id, "user": user})])
+    await layer.execute_all([(REVOKE, {"id": key_id, "user": user})])
 
 
 class KeyCheck:

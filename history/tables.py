@@ -12,6 +12,7 @@ ADD_LOGIN = ('INSERT INTO chat_logins ("identifier", "hash") VALUES (:name, :has
              'ON CONFLICT ("identifier") DO UPDATE SET "hash" = EXCLUDED."hash"')
 REMOVE_LOGIN = 'DELETE FROM chat_logins WHERE "identifier" = :name'
 _LOGIN = 'SELECT "hash" FROM chat_logins WHERE "identifier" = :name'
+LOGIN_EXISTS = 'SELECT 1 AS found FROM chat_logins WHERE "identifier" = :name'
 _SESSION_UPSERT = ('INSERT INTO chat_sessions ("session_id", "thread_id", "user_identifier") '
                    'VALUES (:session, :thread, :user) ON CONFLICT ("session_id") DO UPDATE SET '
                    '"thread_id" = EXCLUDED."thread_id", "user_identifier" = EXCLUDED."user_identifier"')

@@ -21,6 +21,9 @@ from history import tables
 from web.guard import forwarded
 
 LOCAL_USER = "local"
+# Names no one signs in with: the local user, and who an API request is when it names no user or comes with the
+# operator's CHAT_API_KEY (engine/admission.py, api/callers.py). A role comes from the settings (CHAT_ADMINS).
+RESERVED_NAMES = (LOCAL_USER, "api", "(CHAT_API_KEY)")
 SECRET_HOWTO = "Make one with `chainlit create-secret` and put the CHAINLIT_AUTH_SECRET line it prints in .env."
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}  # about 50 ms and 16 MiB per check: slow for guessing, fine for a sign-in
 
@@ -74,6 +77,8 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
 
     @cl.password_auth_callback
     async def check_password(username: str, password: str):
+        if username in RESERVED_NAMES:
+            return None
         stored = await tables.password_hash(layer, username)
         if stored and await asyncio.to_thread(password_matches, password, stored):
             return cl.User(identifier=username, metadata={"provider": "password"})
