@@ -167,6 +167,26 @@ async def test_a_continue_that_cannot_run_leaves_the_reply_as_it_was_and_says_wh
     assert shown.shown[reply.id].startswith(turns[-1]["content"] + "".join(fake.deltas))
 
 
+@pytest.mark.parametrize("tool", ["regenerate", "continue"])
+async def test_a_regenerate_or_continue_stopped_before_its_first_word_leaves_the_reply_as_it_was(chat, tool):
+    shown, fake = chat
+    fake.finish = "length"
+    await app.on_message(user("Name a colour"))
+    state = app.chat_state.made()
+    reply, turns, before = state.reply, list(state.turns), dict(shown.shown)
+    fake.deltas, fake.finish = ["", "Blue"], None  # the engine took the request; its first word is yet to come
+    fake.block.clear()
+    name = app.REGENERATE_ACTION if tool == "regenerate" else app.CONTINUE_ACTION
+    pressing = asyncio.create_task(getattr(app, f"{tool}_reply" if tool == "continue" else tool)(
+        next(a for a in reply.actions if a.name == name)))
+    await asyncio.sleep(0.1)
+    await app.on_stop()
+    await pressing
+    assert shown.shown == before, "the chat shows the reply as it was, and no empty one"
+    assert state.turns == turns and state.reply is reply, "the prompt and the latest reply are as they were"
+    assert {a.name for a in reply.actions} >= {app.REGENERATE_ACTION, app.CONTINUE_ACTION}, "its tools are back"
+
+
 async def test_an_engine_failure_mid_reply_keeps_the_partial_text_and_says_why(chat):
     from engine.errors import EngineDiedError
 

@@ -263,6 +263,9 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
         chat.request_id = None
         if queued is not None:
             await queued.remove()
+    if reply.earlier is not None and not reply.wrote and (stats is None or stats.finish_reason == "abort"):
+        chat.reply = await reply.put_back()  # a Continue or Regenerate stopped before its first word: undone
+        return
     await reply.finish(stats)
 
 
