@@ -33,6 +33,9 @@ _ADD = ('INSERT INTO chat_api_keys ("id", "user_identifier", "name", "hash", "cr
         'VALUES (:id, :user, :name, :hash, :created_at)')
 LIST = ('SELECT "id", "name", "created_at", "last_used_at" FROM chat_api_keys WHERE "user_identifier" = :user '
          'ORDER BY "created_at", "name"')
+_ADD_BELOW_LIMIT = ('INSERT INTO chat_api_keys ("id", "user_identifier", "name", "hash", "created_at") '
+                    'SELECT :id, :user, :name, :hash, :created_at WHERE (SELECT COUNT(*) FROM chat_api_keys '
+                    'WHERE "user_identifier" = :user) < :most')
 _COUNT = 'SELECT COUNT(*) AS keys FROM chat_api_keys WHERE "user_identifier" = :user'
 _FIND = 'SELECT "id", "user_identifier" FROM chat_api_keys WHERE "hash" = :hash'
 REVOKE = 'DELETE FROM chat_api_keys WHERE "id" = :id AND "user_identifier" = :user'
@@ -92,12 +95,16 @@ def add_statement(user: str, name: str) -> tuple[str, str, dict]:
 
 
 async def make(layer, user: str, name: str) -> str:
-    """Make a key for `user`; returns the key (shown once). Raises KeyRefused."""
-    key, statement, values = add_statement(user, name)
-    rows = await layer.execute_sql(_COUNT, {"user": user})
-    if isinstance(rows, list) and rows and rows[0]["keys"] >= MAX_KEYS:
-        raise KeyRefused(f"You have {MAX_KEYS} keys, the most one user may have: revoke one you no longer use.")
-    await layer.execute_all([(statement, values)])  # raises the database's error: no key shown that was not kept
+    """Make a key for `user`; returns the key (shown once). Raises KeyRefused, or the database's error (no key is
+    shown that was not kept). The count and the insert are one statement, so tabs pressing New at once cannot
+    pass the limit together (SQLite runs it on its one writer)."""
+    key, _, values = add_statement(user, name)
+    await layer.execute_all([(_ADD_BELOW_LIMIT, {**values, "most": MAX_KEYS})])
+    if not await layer.execute_sql(_FIND, {"hash": values["hash"]}):
+        count = await layer.execute_sql(_COUNT, {"user": user})
+        if isinstance(count, list) and count and count[0]["keys"] >= MAX_KEYS:
+            raise KeyRefused(f"You have {MAX_KEYS} keys, the most one user may have: revoke one you no longer use.")
+        raise KeyRefused("The key could not be stored: the history database did not keep it. Try again.")
     return key
 
 

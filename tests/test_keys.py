@@ -70,6 +70,16 @@ async def test_names_and_the_number_of_keys_are_bounded_with_a_reason(layer, mon
     await keys.make(layer, "bob", "one")  # the limit is each user's own
 
 
+async def test_tabs_pressing_new_at_once_never_pass_the_limit(layer, monkeypatch):
+    monkeypatch.setattr(keys, "MAX_KEYS", 5)
+    for n in range(4):
+        await keys.make(layer, "eve", f"key {n}")
+    made = await asyncio.gather(*(keys.make(layer, "eve", f"tab {n}") for n in range(5)), return_exceptions=True)
+    assert sum(isinstance(result, str) for result in made) == 1, made
+    assert all("revoke one" in str(result) for result in made if not isinstance(result, str))
+    assert len(await keys.listed(layer, "eve")) == 5
+
+
 async def test_when_a_key_was_last_used_is_written_at_most_once_a_minute(layer):
     clock = [1000.0]
     check = keys.KeyCheck(layer, now=lambda: clock[0])
