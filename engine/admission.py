@@ -8,7 +8,8 @@ slots, as 4 chats would, and no side can keep the engine awake or busy without t
 
 A fair share: each user's sequences, chats and API together, are counted, and a user who would go over the
 share (`share()`, from CHAT_USER_SHARE or the preset's slots) waits here, first come first served among their
-own requests, until their own earlier requests end; other users are not held up by them. The order inside the
+own requests (their chats ahead of their API requests), until their own earlier requests end; other users are not
+held up by them. The order inside the
 engine is vLLM's priority scheduling (`scheduling_policy="priority"`): each admitted request carries a
 `priority` (lower runs first), a chat's better than an API request's, so a chat waiting for a free slot goes
 ahead of any batch. No scheduler of our own: this only decides who may hand vLLM more work now.
@@ -69,7 +70,7 @@ class Admission:
             raise ValueError(f"cannot admit {sequences} sequences of kind {kind!r} for user {who!r}")
         share = self._share()
         ticket = Ticket(who, sequences, kind, PRIORITY[kind] if self.prioritized else 0)
-        if self._waiting[who] or not self._fits(ticket, share):
+        if self._ahead(ticket) or not self._fits(ticket, share):
             await self._wait(ticket)
         else:
             self._take(ticket)
@@ -95,10 +96,22 @@ class Admission:
         self._kinds[ticket.kind] += ticket.sequences
         self._on_change()
 
+    def _chat_first(self, ticket: Ticket) -> bool:
+        return self.prioritized and ticket.kind == CHAT
+
+    def _ahead(self, ticket: Ticket) -> bool:
+        """Whether requests of the same user wait ahead of `ticket`: any of theirs, or for a chat (with priorities
+        on), only their chats (a person's chat goes ahead of their own queued API requests, as of everyone's)."""
+        queue = self._waiting.get(ticket.who) or ()
+        return any(t.kind == CHAT for t, _ in queue) if self._chat_first(ticket) else bool(queue)
+
     async def _wait(self, ticket: Ticket) -> None:
         turn = asyncio.get_running_loop().create_future()
         queue = self._waiting[ticket.who]
-        queue.append((ticket, turn))
+        if self._chat_first(ticket):  # after the user's waiting chats, before their waiting API requests
+            queue.insert(next((i for i, (t, _) in enumerate(queue) if t.kind != CHAT), len(queue)), (ticket, turn))
+        else:
+            queue.append((ticket, turn))
         self._on_change()
         try:
             await turn

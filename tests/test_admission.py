@@ -77,6 +77,24 @@ async def test_a_flood_waits_for_its_own_share_while_another_user_gets_in_at_onc
     assert admission.held() == 0 and admission.waiting() == {}
 
 
+async def test_a_users_chat_goes_ahead_of_their_own_queued_api_requests():
+    admission = Admission(share=lambda: SHARE, prioritized=True)
+    requests = Requests(admission)
+    for n in range(3 * SHARE):
+        requests.send(f"api{n}", "ann")
+    await settle()
+    requests.send("chat", "ann", kind=CHAT)
+    requests.send("chat2", "ann", kind=CHAT)
+    await settle()
+    assert "chat" not in requests.admitted, "her share is full: her chat waits too"
+    await requests.end("api0")
+    assert requests.admitted[-1] == "chat", "her chat is next, not her queued API requests"
+    await requests.end("api1")
+    assert requests.admitted[-1] == "chat2", "her chats in their order"
+    await requests.end("api2")
+    assert requests.admitted[-1] == f"api{SHARE}", "then her API requests, in theirs"
+
+
 async def test_slots_come_back_when_a_request_errs_is_stopped_or_gives_up_waiting():
     admission = Admission(share=lambda: SHARE)
     requests = Requests(admission)
