@@ -253,17 +253,42 @@ async def _error(send, status: int, message: str, kind: str, param: str | None =
     await send({"type": "http.response.body", "body": body})
 
 
-def _with_sources(send, sources: str):
-    """`send` with the library's sources as the response's `X-Library-Sources` header (percent-encoded UTF-8)."""
+def _with_sources(send, sources: "library_field.Sources"):
+    """`send` with the library's sources as the response's `X-Library-Sources` header (percent-encoded UTF-8), and
+    in its body: a JSON answer's top level, or a stream's first chunk, gets `sources.fields()` (OpenAI clients keep
+    unknown fields, and hide headers). A JSON answer is held until its last part to be rewritten whole."""
     from urllib.parse import quote
+
+    state = {"json": False, "held": b"", "first_chunk": True}
 
     async def sending(message) -> None:
         if message["type"] == "http.response.start":
-            value = quote(sources, safe=" [],;:.").encode("latin-1")
-            message = {**message, "headers": [*message.get("headers", []), (b"x-library-sources", value)]}
+            value = quote(sources.header(), safe=" [],;:.").encode("latin-1")
+            headers = [(name, value) for name, value in message.get("headers", []) if name != b"content-length"]
+            state["json"] = dict(headers).get(b"content-type", b"").startswith(b"application/json")
+            message = {**message, "headers": [*headers, *([(b"x-library-sources", value)] if value else [])]}
+        elif message["type"] == "http.response.body" and state["json"]:
+            state["held"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            message = {**message, "body": _added(state["held"], sources.fields())}
+        elif message["type"] == "http.response.body" and state["first_chunk"] and message.get("body", b""). \
+                startswith(b"data: {"):
+            state["first_chunk"] = False
+            line, _, rest = message["body"].partition(b"\n")
+            message = {**message, "body": b"data: " + _added(line[6:], sources.fields()) + b"\n" + rest}
         await send(message)
 
     return sending
+
+
+def _added(body: bytes, fields: dict) -> bytes:
+    """A JSON object's bytes with `fields` added at its top level; anything else as it came."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return body
+    return json.dumps({**answer, **fields}).encode() if isinstance(answer, dict) else body
 
 
 def shared_gate(engine) -> ApiGate:

@@ -8,13 +8,18 @@ is taken out before vLLM reads the request. Whose library: the user whose own ke
 signing in (web/signin.LOCAL_USER), only while the server listens on loopback and the request comes from this
 machine itself (web/guard.py's rule: a request through a proxy is never the local user); otherwise (the
 operator's CHAT_API_KEY names no user) the field is refused with a 400 saying so, rather than guessing a user.
-The passages used are named in the response's `X-Library-Sources` header.
+The passages used are named in the response's `X-Library-Sources` header and, because OpenAI clients hide headers,
+in its body too (`library_sources`, a list, and `library_note` where it has one: a named document none of whose
+passages matches the question's words is answered from its opening passages, as the chat answers, and said so), as
+fields that those clients keep (the `openai` client's `model_extra`).
 
 The field comes from outside, so the work it causes is bounded on the event loop: at most `MAX_NAMES` names of at
 most `MAX_NAME_CHARS` characters each (a library holds at most history.library.MAX_DOCUMENTS documents), the
 library searched by the question's first `MAX_QUESTION_CHARS` characters, and a refusal quotes at most a few of
 the names asked and of the documents held, never the whole request or library.
 """
+
+from dataclasses import dataclass
 
 from history import library
 
@@ -31,9 +36,23 @@ class FieldRefused(Exception):
     """A `library` field that cannot be served; the text says why and what to do."""
 
 
-async def apply(request: dict, layer, user: str | None) -> str | None:
+@dataclass
+class Sources:
+    """What the library gave a request: each passage's place ("[1] notes.txt, passage 2"), and a note or ''."""
+
+    places: list[str]
+    note: str = ""
+
+    def header(self) -> str:
+        return "; ".join(self.places)
+
+    def fields(self) -> dict:
+        return {"library_sources": self.places, **({"library_note": self.note} if self.note else {})}
+
+
+async def apply(request: dict, layer, user: str | None) -> Sources | None:
     """Take the field out of `request` (a chat completion's parsed body, changed in place) and put the library's
-    passages into its last user message; returns the sources' header value, or None when none were used.
+    passages into its last user message; returns what was used (None: the field was false or absent).
     `user`: whose library, or None when this request may read none. Raises FieldRefused."""
     wanted = request.pop(FIELD, None)
     if wanted is False or wanted is None:
@@ -68,8 +87,9 @@ def _check(wanted) -> None:
                            f"{MAX_NAME_CHARS}: send the start of the name.")
 
 
-async def _put_in(layer, user: str, wanted, asked: dict) -> str | None:
-    """The passages of the documents `wanted` (True: all) that best match the question, put before its words."""
+async def _put_in(layer, user: str, wanted, asked: dict) -> Sources:
+    """The passages of the documents `wanted` (True: all) that best match the question, put before its words; of
+    named documents none of whose passages matches, their opening passages."""
     only = None
     if isinstance(wanted, list):
         documents = await library.documents(layer, user)
@@ -79,11 +99,17 @@ async def _put_in(layer, user: str, wanted, asked: dict) -> str | None:
             raise FieldRefused(f"No document in the library is named {_quoted(wanted, QUOTED_NAMES)}; it holds: "
                                f"{_quoted([d.name for d in documents], LISTED_DOCUMENTS, 'nothing yet')}.")
     question = asked["content"][:MAX_QUESTION_CHARS]
-    found = await library.search(layer, user, question, library.MOST_PASSAGES, only)
+    found, note = await library.search(layer, user, question, library.MOST_PASSAGES, only), ""
+    if only and not found:
+        found = await library.opening(layer, user, only, library.MOST_PASSAGES)
+        note = (f"Nothing in {_quoted(sorted({p.document for p in found}), QUOTED_NAMES)} matched the question's other "
+                "words, so the reply draws on the documents' opening passages.") if found else ""
     kept, _ = library.fitting(found, library.MOST_TOKENS)
     if kept:
         asked["content"] = f"{library.prompt_text(kept)}\n\n{asked['content']}"
-    return "; ".join(library.place(n, p) for n, p in enumerate(kept, 1)) or None
+    elif not note:
+        note = "No passage of the library matched the question: the reply draws on no document."
+    return Sources([library.place(n, p) for n, p in enumerate(kept, 1)], note)
 
 
 def _quoted(names: list[str], most: int, none: str = "(none given)") -> str:

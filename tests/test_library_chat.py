@@ -142,6 +142,17 @@ async def test_the_api_answers_from_the_library_of_this_machines_user_on_loopbac
         assert raw.headers["x-library-sources"].startswith("[1] kettle-manual.txt, passage 1")
         answered = raw.parse()
         assert answered.usage.prompt_tokens > plain.usage.prompt_tokens + 50, "the passages went into the prompt"
+        assert answered.model_extra["library_sources"][0].startswith("[1] kettle-manual.txt, passage 1"), \
+            "the sources reach the openai client in the body too"
+        summary = await api.chat.completions.create(  # names the document, matches none of its words
+            model=env["CHAT_MODEL"], max_tokens=4, messages=[{"role": "user", "content": "Summarise this document"}],
+            extra_body={"library": ["kettle"]})
+        assert summary.model_extra["library_sources"], "a named document answers from its opening passages"
+        assert "opening passages" in summary.model_extra["library_note"], summary.model_extra
+        stream = await api.chat.completions.create(model=env["CHAT_MODEL"], max_tokens=4, messages=asked,
+                                                   stream=True, extra_body={"library": ["kettle"]})
+        chunks = [chunk async for chunk in stream]
+        assert chunks[0].model_extra["library_sources"][0].startswith("[1] kettle-manual.txt"), "and in a stream"
         with pytest.raises(openai.BadRequestError, match="No document in the library is named nothing"):
             await api.chat.completions.create(model=env["CHAT_MODEL"], max_tokens=4, messages=asked,
                                               extra_body={"library": ["nothing"]})
