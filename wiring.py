@@ -7,8 +7,11 @@ listens (web/). A `-w` reload runs this again: each step either replaces what th
 finds it already there.
 """
 
+import sys
+
 import chainlit_patches
 from engine import admission
+from engine.errors import SettingsError
 from engine.engine import shared_engine
 from history import layer as history_layer
 from history import usage
@@ -33,7 +36,11 @@ def install():
     """Patch Chainlit, make the shared engine and put the API, history, sign-in and guard around it; returns the
     engine and the history's data layer (None when the history is off)."""
     patch_chainlit()
-    engine = shared_engine()  # first: it ends engine processes an earlier run left holding memory and the port
+    try:
+        engine = shared_engine()  # first: it ends engine processes an earlier run left holding memory and the port
+    except SettingsError as error:  # a bad value in .env or the environment: its sentence, not a traceback
+        print(f"ERNIE Chat cannot start: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
     edits.handle_edits(lambda: chat_state.current(engine))  # an edit changes the chat once the engine takes it
     exit_if_port_taken()
     open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine

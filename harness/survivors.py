@@ -1,19 +1,29 @@
 """After the test suite: fail when an engine process, or anything a test server started, still runs.
 
 `python -m harness.survivors` lists vLLM's engine processes (they name themselves `VLLM::...`) and processes that
-carry a test server's tag (harness/server.py), waits a few seconds for any that are just ending, and exits 1
+carry a test server's tag (harness/server.py), of this checkout only (run in its folder: another checkout's tests
+on the same machine are not this run's), waits a few seconds for any that are just ending, and exits 1
 naming those still there (then ends them, so that the machine is left clean).
 """
 
 import os
 import sys
 import time
+from pathlib import Path
 
 import psutil
 
-from harness.server import TAG, describe, engine_processes
+from harness.server import ROOT, TAG, describe, engine_processes
 
 WAIT_S = 10
+
+
+def _of_this_checkout(proc: psutil.Process) -> bool:
+    """Whether `proc` runs in this checkout (another checkout's servers on the same machine are not this run's)."""
+    try:
+        return Path(proc.cwd()).resolve().is_relative_to(ROOT)
+    except (psutil.Error, OSError):
+        return False
 
 
 def survivors() -> list[psutil.Process]:
@@ -24,7 +34,7 @@ def survivors() -> list[psutil.Process]:
                 found.setdefault(proc.pid, proc)
         except psutil.Error:
             pass
-    return list(found.values())
+    return [proc for proc in found.values() if _of_this_checkout(proc)]
 
 
 def main() -> int:

@@ -93,3 +93,18 @@ def test_an_engine_url_must_be_an_http_url(monkeypatch):
         load_settings()
     monkeypatch.setenv("CHAT_ENGINE_URL", "http://gpu-host:8000/v1")
     assert load_settings().engine_url == "http://gpu-host:8000/v1"
+
+
+def test_a_bad_setting_stops_the_server_with_its_sentence_not_a_traceback(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "chainlit", "run", "app.py", "-h", "--port", "7993"],
+                          cwd=root, env={**os.environ, "CHAT_USER_SHARE": "abc", "CHAT_HISTORY_DB":
+                                         str(tmp_path / "chats.db")}, capture_output=True, text=True, timeout=300)
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in said, said[-3000:]
+    assert "ERNIE Chat cannot start: CHAT_USER_SHARE: Input should be a valid integer" in said

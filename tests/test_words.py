@@ -154,3 +154,11 @@ def test_chainlits_own_english_words_call_a_chat_a_chat_never_a_thread():
     assert english["threadHistory.sidebar.empty"] == "No chats yet"
     chinese = dict(texts(json.loads((translations / "zh-CN.json").read_text())))
     assert not {key: text for key, text in chinese.items() if "线程" in text}
+
+
+def test_key_commands_are_read_in_either_language_with_any_space():
+    from ui.keys import NEW, REVOKE, after
+
+    assert after("新建笔记本", NEW) == "笔记本" and after("撤销1", REVOKE) == "1"
+    assert after("新建\u3000笔记本", NEW) == "笔记本" and after("new\u3000laptop", NEW) == "laptop"
+    assert after("new laptop", NEW) == "laptop" and after("newer", NEW) is None and after("list", REVOKE) is None

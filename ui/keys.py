@@ -29,11 +29,14 @@ def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
 
 
-def _after(words: str, starts: tuple[str, ...]) -> str | None:
-    """The rest of `words` when they begin with one of `starts` (as a word), else None."""
+def after(words: str, starts: tuple[str, ...]) -> str | None:
+    """The rest of `words` when they begin with one of `starts` (as a word), else None. A Chinese command needs no
+    space after it ("撤销1", "新建笔记本"), and any space counts (the ideographic one too)."""
     for start in starts:
-        if words.lower() == start or words.lower().startswith(start + " "):
-            return words[len(start):].strip()
+        if words.lower().startswith(start):
+            rest = words[len(start):]
+            if not rest or rest[0].isspace() or not start.isascii():
+                return rest.strip()
     return None
 
 
@@ -46,9 +49,9 @@ async def on_command(engine, layer, message: cl.Message) -> None:
     words = message.content.strip()
     if words.lower().startswith("/keys"):
         words = words[len("/keys"):].strip()
-    if (name := _after(words, NEW)) is not None:
+    if (name := after(words, NEW)) is not None:
         await _make(layer, name)
-    elif (which := _after(words, REVOKE)) is not None:
+    elif (which := after(words, REVOKE)) is not None:
         await _revoke(layer, which)
     else:
         await _list(layer)
