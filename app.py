@@ -58,7 +58,8 @@ async def on_message(message: cl.Message):
             return  # text typed beside the Status chip is a question too: answer it below
     if message.command in (chat_state.EXPORT_COMMAND, chat_state.IMPORT_COMMAND):
         await chat_files.on_command(engine, chat_history, message)
-        return
+        if message.command == chat_state.IMPORT_COMMAND or not message.content.strip():
+            return  # text typed beside Export is a question too: answered below
     if message.command == chat_state.LIBRARY_COMMAND or message.content.strip().startswith("/library"):
         await library.on_command(chat_history, message)
         return
@@ -67,7 +68,8 @@ async def on_message(message: cl.Message):
         return
     if message.command == chat_state.USAGE_COMMAND or message.content.strip() == "/usage":
         await usage.on_command(engine, chat_history)
-        return
+        if message.command != chat_state.USAGE_COMMAND or message.content.strip() in ("", "/usage"):
+            return  # text typed beside the Usage chip is a question too: answered below
     if not message.content.strip() and not message.elements:
         await cl.Message(content=say("message.empty"), author="system").send()
         return

@@ -227,6 +227,15 @@ async def test_text_typed_beside_the_status_chip_is_answered_after_the_table(cha
     assert fake.seen[-1] == [{"role": "user", "content": "What is a KV cache?"}]
 
 
+@pytest.mark.parametrize("chip", ["Export", "Usage"])
+async def test_text_typed_beside_a_chip_that_acts_at_once_is_answered_after_it(chat, chip):
+    shown, fake = chat
+    question = user("What is a KV cache?")
+    question.command = chip
+    await app.on_message(question)
+    assert fake.seen and fake.seen[-1] == [{"role": "user", "content": "What is a KV cache?"}]
+
+
 def test_a_cut_reply_names_the_limit_that_applied():
     from ui import text
 
@@ -347,3 +356,18 @@ async def test_an_error_inside_a_hook_is_told_in_the_chat(chat):
     await app.on_message(user("Hi"))
     told = list(shown.shown.values())[-1]
     assert "answering your message failed (KeyError" in told and "Send it again" in told
+
+
+async def test_an_import_box_answered_with_a_file_that_is_no_json_is_refused_by_its_name(chat, monkeypatch):
+    from chainlit.types import AskFileResponse
+
+    from ui import chat_files, file_ask
+
+    shown, fake = chat
+
+    async def picked(*args, **kwargs):  # the upload box's answer: Chainlit's AskFileResponse, which has no `mime`
+        return [AskFileResponse(id="f-1", name="notes.txt", path=__file__, size=10, type="text/plain")]
+
+    monkeypatch.setattr(file_ask, "asked", picked)
+    await chat_files.import_chat(fake, object(), user(""))
+    assert "notes.txt" in list(shown.shown.values())[-1] and "JSON" in list(shown.shown.values())[-1]

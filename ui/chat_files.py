@@ -85,7 +85,7 @@ async def import_chat(engine, layer, message: cl.Message) -> None:
     if len(files) != 1:
         return await _refuse(say("import.attach_one"))
     file, most = files[0], config.features.spontaneous_file_upload.max_size_mb * 1024 * 1024
-    if not file.name.lower().endswith((".json", ".jsonl")) and "json" not in (file.mime or ""):
+    if not file.name.lower().endswith((".json", ".jsonl")) and "json" not in file_ask.mime(file):
         return await _refuse(say("import.not_json", name=file.name, attach=say("import.attach_one")))
     if os.path.getsize(file.path) > most:
         return await _refuse(say("import.too_large", name=file.name, mb=most // 1024 // 1024))

@@ -5,6 +5,8 @@ settings), and is not kept in the history: it is a question of the moment, and i
 documents) is the message that stays.
 """
 
+import time
+
 import chainlit as cl
 from chainlit.config import config
 
@@ -29,9 +31,17 @@ async def asked(layer, prompt: str, accept: dict[str, list[str]] | None = None, 
     box = cl.AskFileMessage(content=prompt, accept=accept or _upload_accept(), max_files=files,
                             max_size_mb=upload.max_size_mb, timeout=WAIT_S, author="system")
     transient(box, layer)
+    asked_at = time.monotonic()
     picked = await box.send()
     await box.remove()  # what was picked is told by the answer below
-    if not picked:
-        await cl.Message(content=say("file.ask_gave_up", minutes=WAIT_S // 60), author="system").send()
+    if not picked:  # the wait ran out, or an answer came whose file this server does not hold
+        waited = time.monotonic() - asked_at >= WAIT_S - 1
+        await cl.Message(content=say("file.ask_gave_up", minutes=WAIT_S // 60) if waited else say("file.ask_lost"),
+                         author="system").send()
         return None
     return picked
+
+
+def mime(file) -> str:
+    """A file's type as Chainlit gives it: `mime` on a message's element, `type` on an upload box's answer."""
+    return getattr(file, "mime", None) or getattr(file, "type", None) or ""

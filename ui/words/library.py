@@ -105,6 +105,9 @@ TEXTS = {
                    "button to pick it: it becomes a new chat.",
                    "把对话的 JSON 文件拖到这里（本应用导出的文件，或 OpenAI 消息列表），或点按钮选择："
                    "它会成为一个新对话。"),
+    "file.ask_lost": ("The upload box was answered, but no file arrived with the answer (the upload may have failed): "
+                      "press the chip again and pick the file once more.",
+                      "上传框收到了回应，但没有随之到达的文件（上传可能失败了）：请再点一次并重新选择文件。"),
     "file.ask_gave_up": ("No file came in {minutes} minutes, so the upload box was closed: press the chip again "
                          "when the file is at hand.",
                          "{minutes} 分钟内没有收到文件，上传框已关闭：准备好文件后再点一次。"),
