@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from engine import build, download, hardware, leftovers, machine_cache, model_files, presets
 from engine.chat import build_prompt
 from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
-from engine.admission import API, CHAT, LOCAL, Admission
+from engine.admission import API, CHAT, LOCAL, WARMUP, Admission
 from engine.idle import IdleTimer
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
@@ -233,7 +233,7 @@ class ChatEngine:
         messages = [{"role": "user", "content": WARMUP_PROMPT}]
 
         async def one(params: Sampling) -> None:
-            async for _ in self._generate(messages, params, "", uuid.uuid4().hex):
+            async for _ in self._generate(messages, params, "", uuid.uuid4().hex, who=WARMUP):
                 pass
 
         await one(sampling)

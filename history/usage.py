@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from engine.admission import API, CHAT
+from engine.admission import API, CHAT, WARMUP
 from tasks import spawn
 
 log = logging.getLogger("history")
@@ -60,8 +60,8 @@ class UsageBook:
     def count(self, ticket) -> None:
         """The admission's sink: a released request's tokens, counted to its user (the operator's key to
         OPERATOR). Runs on the event loop; the write follows within a second."""
-        if ticket.kind not in (CHAT, API):
-            return
+        if ticket.kind not in (CHAT, API) or ticket.who == WARMUP or not ticket.sequences or not ticket.prompt:
+            return  # the engine's own warm-up, /v1/models, and requests refused before the model read them
         who = OPERATOR if ticket.who == API else ticket.who
         counts = self.pending[(who, today(), ticket.kind)]
         for index, value in enumerate((1, ticket.prompt, ticket.cached, ticket.reply)):

@@ -155,6 +155,18 @@ def ticket(who: str, kind: str, prompt: int, cached: int, reply: int) -> Ticket:
     return Ticket(who, 1, kind, 0, prompt=prompt, cached=cached, reply=reply)
 
 
+async def test_the_warm_up_a_list_of_models_and_refused_requests_are_nobodys_usage(layer):
+    from engine.admission import WARMUP
+
+    book = usage.UsageBook(layer)
+    book.count(ticket(WARMUP, CHAT, 12, 0, 8))  # the engine's own warm-up
+    book.count(Ticket("ada", 0, API, 0))  # /v1/models: no sequence
+    book.count(ticket("ada", API, 0, 0, 0))  # refused before the model read it (a 4xx, a question that cannot fit)
+    assert not book.pending
+    book.count(ticket("ada", CHAT, 5, 0, 1))
+    assert list(book.pending) and all(who == "ada" for who, _, _ in book.pending)
+
+
 async def test_usage_is_added_per_user_day_and_source_in_one_write_a_second(layer, monkeypatch):
     monkeypatch.setattr(usage, "FLUSH_S", 0.2)
     writes = []
