@@ -122,3 +122,17 @@ async def test_a_documents_opening_passages_come_first_from_each_named_document_
     opened = await library.opening(layer, "ada", [one.id, two.id], most=3)
     assert [(p.document, p.position) for p in opened] == [("one.txt", 0), ("two.txt", 0), ("one.txt", 1)]
     assert await library.opening(layer, "bob", [one.id]) == [], "another user's document gives nothing"
+
+
+def test_a_document_named_as_a_markdown_image_is_shown_as_written_never_fetched():
+    from history.library import Passage
+    from ui import library as shown
+    from ui.text import plain
+
+    import re
+
+    image = re.compile(r"(?<!\\)!\[")  # an image's start that Markdown would render
+    name = "![pixel](http://example.invalid/track.png) notes.txt"
+    found = shown.Found([Passage("p1", "d1", name, 0, "text", 1.0)], 10, "")
+    assert not image.search(found.sources_line()) and "notes.txt" in found.sources_line()
+    assert not image.search(shown._cell(name)) and not image.search(plain(name))

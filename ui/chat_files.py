@@ -23,10 +23,9 @@ from engine.settings import CHAT_SAMPLING
 from chainlit_patches import write_now
 from history import exchange
 from history.writes import transient
-from ui import chat_state, file_ask, sidebar
+from ui import chat_state, file_ask, sidebar, text
 from ui.words import say
 
-MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|<>~-])")  # what would make Markdown (links, images, emphasis, code, HTML)
 
 
 async def on_command(engine, layer, message: cl.Message) -> None:
@@ -96,7 +95,7 @@ async def import_chat(engine, layer, message: cl.Message) -> None:
         return await _refuse(f"{file.name}: {why}.")
     left_out = _checked_settings(engine, imported)
     thread_id = await _store(layer, imported)
-    await cl.Message(content=say("import.done", count=len(imported.turns), title=_plain(imported.title),
+    await cl.Message(content=say("import.done", count=len(imported.turns), title=text.plain(imported.title),
                                  thread=thread_id) + left_out, author="system").send()
 
 
@@ -108,12 +107,8 @@ def _checked_settings(engine, imported: exchange.Imported) -> str:
     dropped = [*imported.dropped, *(f"{key.replace('_', ' ')} ({why.rstrip('.')})" for key, why in refused.items())]
     if not dropped:
         return ""
-    return say("import.left_out", dropped="; ".join(_plain(d) for d in dropped))
+    return say("import.left_out", dropped="; ".join(text.plain(d) for d in dropped))
 
-
-def _plain(text: str) -> str:
-    """`text` shown as written, never as Markdown: an image in an imported title would be fetched by the browser."""
-    return MARKDOWN.sub(r"\\\1", " ".join(text.split()))
 
 
 def _read(path: str) -> bytes:

@@ -21,7 +21,7 @@ import chainlit as cl
 
 from history import library
 from ui import attachments, file_ask
-from ui.text import TABLE
+from ui.text import TABLE, no_images, plain
 from ui.words import say
 
 COMMAND = "Library"
@@ -61,7 +61,7 @@ class Found:
         if not self.passages:
             return f"*{self.note}*"
         note = say("library.note", note=self.note) if self.note else ""
-        places = " · ".join(library.place(n, p) for n, p in enumerate(self.passages, 1))
+        places = " · ".join(no_images(library.place(n, p)) for n, p in enumerate(self.passages, 1))
         return say("library.sources", note=note, count=_passages(len(self.passages)), tokens=self.tokens,
                    places=places)
 
@@ -108,14 +108,15 @@ async def _add(layer, files) -> None:
             document = await library.add(layer, user, element.name, size, text)
             for copy in earlier:
                 await library.remove(layer, user, copy.id)
-            added.append(say("library.replaced_one" if earlier else "library.added_one", name=document.name,
+            added.append(say("library.replaced_one" if earlier else "library.added_one", name=plain(document.name),
                              size=_size_text(size), count=_passages(document.passages)))
         except (attachments.Refused, library.LibraryFull) as why:
-            problems.append(say("file.refused", name=element.name, why=why))
+            problems.append(say("file.refused", name=plain(element.name), why=why))
         except OSError as error:
-            problems.append(say("file.unreadable", name=element.name, error=error.strerror or type(error).__name__))
+            problems.append(say("file.unreadable", name=plain(element.name),
+                                error=error.strerror or type(error).__name__))
         except Exception as error:  # the database's own error: nothing of the file was kept
-            problems.append(say("library.db_failed", name=element.name, error=type(error).__name__))
+            problems.append(say("library.db_failed", name=plain(element.name), error=type(error).__name__))
     lines = [say("library.added", added=", ".join(added)) if added else ""]
     if problems:
         lines.append(say("library.not_added", problems=" ".join(problems), accepted=attachments.accepted()))
@@ -133,7 +134,7 @@ async def _remove(layer, which: str) -> None:
         await cl.ErrorMessage(content=say("library.no_such", which=which), author="system").send()
         return
     await library.remove(layer, user, chosen[0].id)
-    await cl.Message(content=say("library.removed", name=chosen[0].name), author="system").send()
+    await cl.Message(content=say("library.removed", name=plain(chosen[0].name)), author="system").send()
 
 
 async def _list(layer) -> None:
@@ -189,13 +190,14 @@ async def remove_pressed(action: cl.Action) -> None:
         await cl.ErrorMessage(content=say("library.already_gone"), author="system").send()
     else:
         await library.remove(layer, _user(), document_id)
-        await cl.Message(content=say("library.removed", name=documents[document_id].name), author="system").send()
+        removed = say("library.removed", name=plain(documents[document_id].name))
+        await cl.Message(content=removed, author="system").send()
     await action.remove()
 
 
 def _cell(name: str) -> str:
-    """A name as one cell of a Markdown table: its "|" would end the cell."""
-    return name.replace("\\", "\\\\").replace("|", "\\|")
+    """A name as one cell of a Markdown table, as written (its "|" would end the cell, an image be fetched)."""
+    return plain(name)
 
 
 def _named_by(name: str, documents: list[library.Document]) -> list[library.Document]:
@@ -264,7 +266,7 @@ async def with_passages(layer, asked: dict, on: bool, context: int | None, max_t
 
 
 def _documents(chosen: list[library.Document]) -> str:
-    return ", ".join(d.name for d in chosen)
+    return ", ".join(plain(d.name) for d in chosen)
 
 
 def source_elements(found: Found) -> list[cl.Text]:

@@ -13,6 +13,20 @@ STARTER_KEYS = ("kv", "python", "hello", "day")
 # The type of the tables the app shows (status, library, keys, usage): not a reply of the model, so Chainlit puts
 # no thumbs up and down under them (it offers them on a run's latest assistant message)
 TABLE = "system_message"
+MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|<>~-])")  # what would make Markdown (links, images, emphasis, code, HTML)
+IMAGE = re.compile(r"!(?=\[)")  # an image's start: "![alt](address)" is fetched by the browser as it shows it
+
+
+def plain(text: str) -> str:
+    """`text` shown as written, never as Markdown: an image in a title or a file's name would be fetched by the
+    browser from wherever it points."""
+    return MARKDOWN.sub(r"\\\1", " ".join(text.split()))
+
+
+def no_images(text: str) -> str:
+    """`text` as Markdown, but no image in it is fetched (where escaping all of it would change the words that
+    Chainlit links to a message's elements, as in the sources line)."""
+    return IMAGE.sub(r"\\!", text)
 
 
 def starters(language: str | None = None) -> list[cl.Starter]:
