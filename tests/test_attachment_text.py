@@ -114,6 +114,34 @@ def test_a_pdf_built_to_be_slow_is_refused_within_the_time_per_page_and_in_all(t
     assert time.monotonic() - started < 30, "each reading stopped at its limit (without one: minutes)"
 
 
+async def test_five_slow_pdfs_in_one_message_share_one_budget_and_are_refused_within_it(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import chainlit as cl
+    from chainlit.context import init_http_context
+
+    init_http_context()
+    monkeypatch.setattr(pdf_reader, "PAGE_S", 60.0)  # each page under its own limit
+    monkeypatch.setattr(pdf_reader, "TOTAL_S", 3.0)
+    files = []
+    for n in range(5):
+        (tmp_path / f"slow{n}.pdf").write_bytes(slow_pdf())
+        files.append(SimpleNamespace(name=f"slow{n}.pdf", path=str(tmp_path / f"slow{n}.pdf")))
+    sent = []
+
+    async def shown(self):
+        sent.append(self.content)
+        return self
+
+    monkeypatch.setattr(cl.ErrorMessage, "send", shown)
+    message = cl.Message(content="Summarise these", elements=files)
+    started = time.monotonic()
+    assert await attachments.question(message) is None
+    assert time.monotonic() - started < 3.0 + 5, "one budget for the message's files, not one per file"
+    assert sent and sent[0].count("took too long to read") == 1
+    assert sent[0].count("used up the 3 s") == 4, sent[0]
+
+
 def test_a_pdf_stops_being_read_once_its_text_passes_the_limit():
     with pytest.raises(Refused, match=r"holds more than .* of text \(seen by page 1\); attach the part you need"):
         attachments.pdf_text(minimal_pdf("many words " * 200), 1000)

@@ -16,7 +16,9 @@ Each server process keeps its uploads in a folder of its own (`own_upload_folder
 """
 
 import asyncio
+import contextlib
 import os
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -81,10 +83,11 @@ def decode(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\x00", "")  # a NUL means nothing to the model; PostgreSQL refuses it
 
 
-def pdf_text(data: bytes, most_chars: int) -> str:
+def pdf_text(data: bytes, most_chars: int, seconds: float | None = None) -> str:
     """The text of a PDF's pages, a blank line between them; Refused when it is damaged, holds no text, holds
-    more than `most_chars` of it, or takes too long to read (ui/pdf_reader.py reads it, bounded)."""
-    answer = pdf_reader.read(data, most_chars)
+    more than `most_chars` of it, or takes too long to read (ui/pdf_reader.py reads it, bounded by `seconds`, what
+    its message has left)."""
+    answer = pdf_reader.read(data, most_chars, seconds)
     refused, page = answer.get("refused"), answer.get("page")
     if refused == "slow":
         where = say("pdf.slow_page", page=page, page_s=pdf_reader.PAGE_S) if page else ""
@@ -104,13 +107,14 @@ def _size(chars: int) -> str:
     return f"{chars / 2**20:g} MB"
 
 
-def read(path: str) -> str:
-    """A file's text. A PDF's can be longer than the file: no more is taken than a text file may be long."""
+def read(path: str, seconds: float | None = None) -> str:
+    """A file's text. A PDF's can be longer than the file: no more is taken than a text file may be long, and it is
+    read within `seconds` (None: pdf_reader.TOTAL_S)."""
     data = Path(path).read_bytes()
     if not data:
         raise Refused(say("file.empty"))
     most_chars = config.features.spontaneous_file_upload.max_size_mb * 2**20
-    text = pdf_text(data, most_chars) if data.startswith(b"%PDF-") else decode(data)
+    text = pdf_text(data, most_chars, seconds) if data.startswith(b"%PDF-") else decode(data)
     if len(text) > most_chars:
         raise Refused(say("file.too_long", size=_size(most_chars)))
     return text
@@ -130,18 +134,34 @@ async def question(message: cl.Message) -> dict | None:
     if len(files) > most:
         problems.append(say("file.too_many", count=len(files), most=most))
     parts = []
-    for element in files:
-        try:
-            parts.append({"name": element.name, "text": await asyncio.to_thread(read, element.path)})
-        except Refused as why:
-            problems.append(say("file.refused", name=element.name, why=why))
-        except OSError as error:
-            problems.append(say("file.unreadable", name=element.name, error=error.strerror or type(error).__name__))
+    async with _reading(cl.context.session.user):  # a user's messages are read one after another
+        deadline = time.monotonic() + pdf_reader.TOTAL_S  # and all the files of one within one budget
+        for element in files:
+            try:
+                if (left := deadline - time.monotonic()) <= 0:
+                    raise Refused(say("file.no_time", total=pdf_reader.TOTAL_S))
+                parts.append({"name": element.name, "text": await asyncio.to_thread(read, element.path, left)})
+            except Refused as why:
+                problems.append(say("file.refused", name=element.name, why=why))
+            except OSError as error:
+                problems.append(say("file.unreadable", name=element.name,
+                                    error=error.strerror or type(error).__name__))
     if problems:
         await cl.ErrorMessage(content=say("file.not_sent", problems=" ".join(problems), accepted=accepted()),
                               author="system").send()
         return None
     return {**asked, "attachments": parts}
+
+
+_READERS: dict[str, asyncio.Lock] = {}  # one per user who sent files (a lock is a few hundred bytes)
+
+
+@contextlib.asynccontextmanager
+async def _reading(user):
+    """One message's files at a time per user: five messages of crafted PDFs sent together take one budget after
+    another, never five readers at once (other users' files are read beside them)."""
+    async with _READERS.setdefault(getattr(user, "identifier", None) or "", asyncio.Lock()):
+        yield
 
 
 def as_sent(asked: dict, stats) -> dict:

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 PAGE_S = 5.0  # a page of an ordinary PDF reads in well under a tenth of a second, also on a busy machine
-TOTAL_S = 30.0  # and a whole PDF of 1 MB of text (a few hundred pages) in a few seconds
+TOTAL_S = 30.0  # and a whole PDF of 1 MB of text (a few hundred pages) in a few seconds; also all the files of one
+# message together (ui/attachments.py), each user's messages one after another
 
 
 class PageTooSlow(Exception):
@@ -66,11 +67,13 @@ def _pages_text(data: bytes, most_chars: int, page_s: float) -> dict:
     return {"text": "\n\n".join(text for text in texts if text)}
 
 
-def read(data: bytes, most_chars: int) -> dict:
-    """The child's answer for the PDF `data`; {"refused": "slow"} when the whole reading ran past TOTAL_S."""
+def read(data: bytes, most_chars: int, seconds: float | None = None) -> dict:
+    """The child's answer for the PDF `data`; {"refused": "slow"} when the whole reading ran past `seconds` (what
+    is left of its message's time; TOTAL_S at most)."""
     command = [sys.executable, "-I", str(Path(__file__).resolve()), str(most_chars), str(PAGE_S)]
     try:
-        done = subprocess.run(command, input=data, capture_output=True, timeout=TOTAL_S)
+        done = subprocess.run(command, input=data, capture_output=True,
+                              timeout=TOTAL_S if seconds is None else min(seconds, TOTAL_S))
     except subprocess.TimeoutExpired:  # subprocess.run killed the child
         return {"refused": "slow", "page": None}
     if done.returncode != 0:

@@ -105,6 +105,10 @@ TEXTS = {
                    "button to pick it: it becomes a new chat.",
                    "把对话的 JSON 文件拖到这里（本应用导出的文件，或 OpenAI 消息列表），或点按钮选择："
                    "它会成为一个新对话。"),
+    "file.no_time": ("it was not read: the message's earlier files used up the {total:g} s that all the files of one "
+                     "message may take to read. Send it in a message of its own, or attach its text instead",
+                     "未读取：同一条消息中前面的文件已用完一条消息的全部文件可用的 {total:g} 秒读取时间。"
+                     "请单独发送它，或改为附上它的文字"),
     "file.ask_lost": ("The upload box was answered, but no file arrived with the answer (the upload may have failed): "
                       "press the chip again and pick the file once more.",
                       "上传框收到了回应，但没有随之到达的文件（上传可能失败了）：请再点一次并重新选择文件。"),
