@@ -12,16 +12,13 @@ import chainlit as cl
 from history import keys
 from history.writes import transient
 from ui.text import TABLE
+from ui.who import current_user
 from ui.words import say
 
 COMMAND = "Keys"
 NEW, REVOKE = ("new", "新建"), ("revoke", "撤销")
 NEW_ACTION, REVOKE_ACTION = "key_new", "key_revoke"  # the list's buttons (their callbacks are below)
 
-
-def _user() -> str:
-    user = cl.context.session.user
-    return user.identifier if user is not None else "local"
 
 
 def _cell(text: str) -> str:
@@ -59,7 +56,7 @@ async def on_command(engine, layer, message: cl.Message) -> None:
 
 async def _make(layer, name: str) -> None:
     try:
-        key = await keys.make(layer, _user(), name)
+        key = await keys.make(layer, current_user(), name)
     except keys.KeyRefused as why:
         return await cl.ErrorMessage(content=say("keys.not_made", why=why), author="system").send()
     except Exception as error:  # the database's own error: no key was kept, so none is shown
@@ -72,7 +69,7 @@ async def _make(layer, name: str) -> None:
 
 
 async def _revoke(layer, which: str) -> None:
-    user = _user()
+    user = current_user()
     listed = await keys.listed(layer, user)
     chosen = [k for n, k in enumerate(listed, 1) if which == str(n) or k.name.lower() == which.lower()]
     if not which or not chosen:
@@ -82,7 +79,7 @@ async def _revoke(layer, which: str) -> None:
 
 
 async def _list(layer) -> None:
-    listed = await keys.listed(layer, _user())
+    listed = await keys.listed(layer, current_user())
     how = say("keys.how")
     make = cl.Action(name=NEW_ACTION, payload={}, icon="key-round", label=say("keys.new_button"),
                      tooltip=say("keys.new_tip"))
@@ -111,7 +108,7 @@ async def new_pressed(action: cl.Action) -> None:
     layer = get_data_layer()
     if layer is None:
         return await cl.ErrorMessage(content=say("keys.no_history"), author="system").send()
-    await _make(layer, _free_name({k.name for k in await keys.listed(layer, _user())}))
+    await _make(layer, _free_name({k.name for k in await keys.listed(layer, current_user())}))
 
 
 @cl.action_callback(REVOKE_ACTION)
@@ -120,10 +117,10 @@ async def revoke_pressed(action: cl.Action) -> None:
     from chainlit.data import get_data_layer
 
     layer, key_id = get_data_layer(), (action.payload or {}).get("id")
-    mine = {k.id: k for k in await keys.listed(layer, _user())} if layer is not None else {}
+    mine = {k.id: k for k in await keys.listed(layer, current_user())} if layer is not None else {}
     if not isinstance(key_id, str) or key_id not in mine:
         await cl.ErrorMessage(content=say("keys.already_gone"), author="system").send()
     else:
-        await keys.revoke(layer, _user(), key_id)
+        await keys.revoke(layer, current_user(), key_id)
         await cl.Message(content=say("keys.revoked", name=_cell(mine[key_id].name)), author="system").send()
     await action.remove()

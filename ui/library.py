@@ -22,6 +22,7 @@ import chainlit as cl
 from history import library
 from ui import attachments, file_ask
 from ui.text import TABLE, no_images, plain
+from ui.who import current_user
 from ui.words import say
 
 COMMAND = "Library"
@@ -70,10 +71,6 @@ def _passages(count: int) -> str:
     return say("library.passages_many" if count > 1 else "library.passages_one", count=count)
 
 
-def _user() -> str:
-    user = cl.context.session.user
-    return user.identifier if user is not None else "local"
-
 
 def _size_text(size: int) -> str:
     return f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{max(size / 1024, 0.1):.1f} KB"
@@ -99,7 +96,7 @@ async def on_command(layer, message: cl.Message) -> None:
 async def _add(layer, files) -> None:
     """Add each file; one named as a document already there takes its place (a file added again is a new
     version of it), once the new one is kept."""
-    user, added, problems = _user(), [], []
+    user, added, problems = current_user(), [], []
     for element in files:
         try:
             text = await asyncio.to_thread(attachments.read, element.path)
@@ -127,7 +124,7 @@ async def _add(layer, files) -> None:
 
 
 async def _remove(layer, which: str) -> None:
-    user = _user()
+    user = current_user()
     documents = await library.documents(layer, user)
     chosen = [d for n, d in enumerate(documents, 1) if which == str(n) or d.name.lower() == which.lower()]
     if not which or not chosen:
@@ -138,7 +135,7 @@ async def _remove(layer, which: str) -> None:
 
 
 async def _list(layer) -> None:
-    documents = await library.documents(layer, _user())
+    documents = await library.documents(layer, current_user())
     add = cl.Action(name=ADD_ACTION, payload={}, icon="file-plus", label=say("library.add_button"),
                     tooltip=say("library.add_tip"))
     if not documents:
@@ -185,11 +182,11 @@ async def remove_pressed(action: cl.Action) -> None:
     from chainlit.data import get_data_layer
 
     layer, document_id = get_data_layer(), (action.payload or {}).get("id")
-    documents = {d.id: d for d in await library.documents(layer, _user())} if layer is not None else {}
+    documents = {d.id: d for d in await library.documents(layer, current_user())} if layer is not None else {}
     if not isinstance(document_id, str) or document_id not in documents:
         await cl.ErrorMessage(content=say("library.already_gone"), author="system").send()
     else:
-        await library.remove(layer, _user(), document_id)
+        await library.remove(layer, current_user(), document_id)
         removed = say("library.removed", name=plain(documents[document_id].name))
         await cl.Message(content=removed, author="system").send()
     await action.remove()
@@ -242,7 +239,7 @@ async def with_passages(layer, asked: dict, on: bool, context: int | None, max_t
     question = asked.get("content") or ""
     if layer is None or not (on or "@" in question):
         return asked, None
-    user = _user()
+    user = current_user()
     documents = await library.documents(layer, user)
     chosen, unknown, words = picked(question, documents)
     if unknown and documents and on:

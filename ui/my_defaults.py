@@ -10,20 +10,16 @@ import json
 import logging
 from dataclasses import replace
 
-import chainlit as cl
 from chainlit.data import get_data_layer
 
 from engine.settings import CHAT_SAMPLING, Settings
 from history import tables
 from ui import sidebar
+from ui.who import current_user
 
 log = logging.getLogger(__name__)
 KEPT = (*CHAT_SAMPLING, "system_prompt")
 
-
-def _user() -> str:
-    user = cl.context.session.user
-    return user.identifier if user is not None else "local"
 
 
 async def follow(before: sidebar.ChatPreferences, after: sidebar.ChatPreferences) -> None:
@@ -33,9 +29,9 @@ async def follow(before: sidebar.ChatPreferences, after: sidebar.ChatPreferences
         return
     if after.my_defaults:
         values = {"system_prompt": after.system_prompt} | {key: getattr(after.sampling, key) for key in CHAT_SAMPLING}
-        await tables.keep_defaults(layer, _user(), json.dumps(values))
+        await tables.keep_defaults(layer, current_user(), json.dumps(values))
     elif before.my_defaults:
-        await tables.forget_defaults(layer, _user())
+        await tables.forget_defaults(layer, current_user())
 
 
 async def new_chat(prefs: sidebar.ChatPreferences, settings: Settings) -> sidebar.ChatPreferences:
@@ -45,7 +41,7 @@ async def new_chat(prefs: sidebar.ChatPreferences, settings: Settings) -> sideba
     if layer is None:
         return prefs
     try:
-        stored = await tables.user_defaults(layer, _user())
+        stored = await tables.user_defaults(layer, current_user())
         values = json.loads(stored) if stored else None
     except Exception:  # a new chat opens with the server's defaults rather than not at all
         log.exception("reading the user's defaults for a new chat failed")

@@ -7,13 +7,14 @@ once a second).
 
 import chainlit as cl
 
+from engine.admission import LOCAL
 from history import usage
 from ui.text import TABLE
+from ui.who import current_user
 from ui.words import say
 
 COMMAND = "Usage"
 DAYS = 7
-LOCAL_USER = "local"
 
 
 def _cell(text: str) -> str:
@@ -21,7 +22,7 @@ def _cell(text: str) -> str:
 
 
 def is_operator(settings, user: str) -> bool:
-    return user == LOCAL_USER or user in settings.admin_list
+    return user == LOCAL or user in settings.admin_list
 
 
 def _row(row: usage.Row, with_user: bool) -> str:
@@ -45,8 +46,7 @@ def table(rows: list[usage.Row], with_user: bool) -> str:
 async def on_command(engine, layer) -> None:
     if layer is None:
         return await cl.ErrorMessage(content=say("usage.no_history"), author="system").send()
-    user = cl.context.session.user
-    user = user.identifier if user is not None else LOCAL_USER
+    user = current_user()
     everyone = is_operator(engine.settings, user)
     rows = await usage.read(layer, None if everyone else user, DAYS)
     if not rows:

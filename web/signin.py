@@ -17,10 +17,11 @@ import secrets
 import sys
 from pathlib import Path
 
+from engine.admission import LOCAL
 from history import tables
 from web.guard import forwarded
 
-LOCAL_USER = "local"
+LOCAL_USER = LOCAL  # one spelling of the local user (engine/admission.py)
 # Names no one signs in with: the local user, and who an API request is when it names no user or comes with the
 # operator's CHAT_API_KEY (engine/admission.py, api/callers.py). A role comes from the settings (CHAT_ADMINS).
 RESERVED_NAMES = (LOCAL_USER, "api", "(CHAT_API_KEY)")
