@@ -26,6 +26,7 @@ from engine.admission import API, CHAT, LOCAL, WARMUP, Admission
 from engine.idle import IdleTimer
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
+from engine.sampling import engine_values
 from engine.settings import Sampling, Settings, load_settings
 from engine.hosting import VllmHost
 from engine.single_flight import SingleFlight
@@ -443,7 +444,7 @@ class ChatEngine:
                     PROMPTS, build_prompt, host.tokenizer, system, messages, self.preset.max_model_len,
                     sampling.max_tokens, continue_reply)
                 params = hand_over(SamplingParams(  # top p by the engine's processor (engine/top_p.py)
-                    temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=prompt.max_tokens,
+                    **engine_values(sampling), max_tokens=prompt.max_tokens,
                     ignore_eos=sampling.ignore_eos, seed=sampling.seed,
                     stop_token_ids=None if sampling.ignore_eos else host.stop_ids,
                     output_kind=RequestOutputKind.DELTA,

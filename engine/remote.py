@@ -28,6 +28,7 @@ from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, ReplyClock, Stats, Status
+from engine.sampling import engine_values
 from engine.settings import Sampling, Settings
 from engine.single_flight import SingleFlight
 
@@ -174,7 +175,7 @@ class RemoteEngine:
         """One streamed chat completion, its server-sent events read as plain JSON (per token, a typed client's
         objects would cost more than the rest of the chat path: docs/scaling.md)."""
         body = {"model": self.model, "messages": turns, "max_tokens": prompt.max_tokens, "stream": True,
-                "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": sampling.seed,
+                **engine_values(sampling), "seed": sampling.seed,
                 "ignore_eos": sampling.ignore_eos, "stream_options": {"include_usage": True},
                 **(CONTINUE if continue_reply else {})}
         if priority and not self._priority_refused:

@@ -9,41 +9,23 @@ same bounds, so the sidebar and the environment agree on what is allowed.
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, create_model
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from engine.admission import default_share
 from engine.errors import SettingsError
+from engine import sampling as sampling_options
 from engine.presets import BUILT_IN, Preset
+from engine.sampling import CHAT_SAMPLING, MAX_REPLY_TOKENS, Sampling  # noqa: F401 (the settings' names for them)
 
 ENV_PREFIX = "CHAT_"
 
-Temperature = Annotated[float, Field(ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")]
-TopP = Annotated[float, Field(gt=0.0, le=1.0, description="Nucleus sampling: keep the smallest set of tokens with "
-                                                          "this much probability.")]
-MAX_REPLY_TOKENS = 8192
-MaxTokens = Annotated[int, Field(ge=1, le=MAX_REPLY_TOKENS, description="Most new tokens in one reply.")]
 SystemPrompt = Annotated[str, Field(max_length=8000, description="Instructions put before every chat.")]
+# The sampler options' defaults, one field each (`CHAT_TEMPERATURE`, ...), made from engine/sampling.py's table
+_SamplingDefaults = create_model("_SamplingDefaults", __base__=BaseSettings, **sampling_options.fields())
 
 
-# The sampler options a chat chooses (its sidebar; its export and import keep them): a new one is added to Sampling
-# and here, and gets a widget in ui/sidebar.py.
-CHAT_SAMPLING = ("temperature", "top_p", "max_tokens")
-
-
-class Sampling(BaseModel):
-    """How one reply is sampled. Unknown keys are refused, so a client cannot smuggle engine options."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    temperature: Temperature = 0.8
-    top_p: TopP = 0.8
-    max_tokens: MaxTokens = 1024
-    ignore_eos: bool = Field(False, description="Generate exactly max_tokens (benchmarks only).")
-    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="Fixed seed for reproducible sampling.")
-
-
-class Settings(BaseSettings):
+class Settings(_SamplingDefaults):
     """Process-wide settings, fixed at start."""
 
     model_config = SettingsConfigDict(
@@ -65,9 +47,6 @@ class Settings(BaseSettings):
     download_dir: Path | None = Field(None, description="Where downloaded weights are cached (default: the Hugging "
                                                         "Face cache, or ModelScope's).")
     system_prompt: SystemPrompt = "You are a helpful assistant."
-    temperature: Temperature = 0.8
-    top_p: TopP = 0.8
-    max_tokens: MaxTokens = 1024
     gpus: int = Field(1, ge=1, le=8, description="How many GPUs the embedded engine uses; a preset's sizes are per "
                                                  "GPU.")
     parallel: Literal["data", "tensor"] = Field(
@@ -142,7 +121,7 @@ class Settings(BaseSettings):
         return None if max_num_seqs is None else default_share(max_num_seqs)
 
     def sampling(self) -> Sampling:
-        return Sampling(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens)
+        return Sampling(**{name: getattr(self, name) for name in CHAT_SAMPLING})
 
 
 def _split(names: str) -> list[str]:

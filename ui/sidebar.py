@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from engine import hardware, presets, sizing
 from engine.presets import BUILT_IN
+from engine.sampling import OPTIONS, Option
 from engine.settings import CHAT_SAMPLING, MAX_REPLY_TOKENS, Sampling, Settings, describe
 from ui.words import say, say_known
 
@@ -54,11 +55,7 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
     longest = context or (MAX_REPLY_TOKENS if locked else context_of(settings, prefs.preset, running))
     return [
         _preset_select(settings, prefs, locked, running),
-        Slider(id="temperature", label=say("setting.temperature"), initial=sampling.temperature, min=0, max=2,
-               step=0.05, description=say("setting.temperature.tip")),
-        Slider(id="top_p", label=say("setting.top_p"), initial=sampling.top_p, min=0.05, max=1, step=0.05),
-        Slider(id="max_tokens", label=say("setting.max_tokens"), initial=min(sampling.max_tokens, longest), min=16,
-               max=longest, step=16, description=say("setting.max_tokens.tip")),
+        *(_slider(option, sampling, longest) for option in OPTIONS),
         TextInput(id="system_prompt", label=say("setting.system_prompt"), initial=prefs.system_prompt,
                   multiline=True),
         Switch(id="show_stats", label=say("setting.show_stats"), initial=prefs.show_stats),
@@ -67,6 +64,16 @@ def widgets(settings: Settings, prefs: ChatPreferences, running: presets.Preset 
         Switch(id="my_defaults", label=say("setting.my_defaults"), initial=prefs.my_defaults,
                description=say("setting.my_defaults.tip")),
     ]
+
+
+def _slider(option: Option, sampling: Sampling, longest: int) -> Slider:
+    """A sampler option's slider (engine/sampling.py), its words `setting.<name>` and `setting.<name>.tip`; the
+    reply's limit goes only as far as the running preset's context."""
+    high = longest if option.name == "max_tokens" else option.high
+    low = option.low if option.slider_low is None else option.slider_low
+    initial = min(getattr(sampling, option.name), high)
+    return Slider(id=option.name, label=say(f"setting.{option.name}"), initial=initial, min=low, max=high,
+                  step=option.step, description=say(f"setting.{option.name}.tip"))
 
 
 def _preset_select(settings: Settings, prefs: ChatPreferences, locked: str | None,

@@ -9,9 +9,16 @@ TEXTS = {
     "setting.temperature": ("Temperature", "温度"),
     "setting.temperature.tip": ("0 always picks the likeliest word; higher is more varied.",
                                 "0 总是选最可能的词；越高，回答越多样。"),
-    "setting.top_p": ("Top p", "Top p"),
+    "setting.top_p": ("Top p", "Top p（核采样）"),
+    "setting.top_p.tip": ("Samples only from the likeliest words that together hold this much probability; 1 keeps "
+                          "them all.", "只从合计概率达到该值的最可能的词中采样；1 表示全部保留。"),
     "setting.max_tokens": ("Max new tokens", "最大新 token 数"),
     "setting.max_tokens.tip": ("At most the context of the running preset.", "不超过当前预设的上下文长度。"),
+    "setting.repetition_penalty": ("Repetition penalty", "重复惩罚"),
+    "setting.repetition_penalty.tip": ("Above 1, words already in the chat are less likely to come again: a small "
+                                       "model that repeats itself loops less at 1.1-1.3. 1 leaves them as they are.",
+                                       "大于 1 时，对话中已出现的词更不容易再次出现：容易重复的小模型在 1.1-1.3 时"
+                                       "更少打转。1 表示不做调整。"),
     "setting.system_prompt": ("System prompt", "系统提示词"),
     "setting.show_stats": ("Show what each reply cost", "显示每条回复的开销"),
     "setting.library": ("Answer from my library", "根据我的文档库回答"),
@@ -20,10 +27,11 @@ TEXTS = {
                             "每个问题都根据你文档中最相关的段落回答（用“文档库”命令添加文档），并注明出处。在消息里"
                             "写 @文档名 可指定要用的文档。"),
     "setting.my_defaults": ("Use these for new chats", "新对话使用这些设置"),
-    "setting.my_defaults.tip": ("Your new chats start with this chat's temperature, top p, max new tokens and system "
-                                "prompt, kept with your account. Off: new chats start with the app's defaults.",
-                                "你的新对话将使用本对话的温度、Top p、最大新 token 数和系统提示词（随账户保存）。"
-                                "关闭后，新对话使用应用的默认设置。"),
+    "setting.my_defaults.tip": ("Your new chats start with this chat's sampling (temperature, top p, max new tokens, "
+                                "repetition penalty) and system prompt, kept with your account. Off: new chats "
+                                "start with the app's defaults.",
+                                "你的新对话将使用本对话的采样设置（温度、Top p、最大新 token 数、重复惩罚）和系统提示词"
+                                "（随账户保存）。关闭后，新对话使用应用的默认设置。"),
 
     # the presets as the sidebar lists them (a custom preset's purpose is the user's own, shown as written)
     "preset_label": ("{name}: {purpose}", "{name}：{purpose}"),
