@@ -15,7 +15,7 @@ from engine.engine import ChatEngine
 from engine.settings import Sampling, load_settings
 from harness import replies
 from harness.chat_client import ChatClient
-from harness.presets import APP_PRESET, TEST_PRESET
+from harness.presets import APP_PRESET
 from harness.server import ChainlitServer
 from ui.text import status_text
 
@@ -24,7 +24,9 @@ ASLEEP_WITHIN_S = 60  # the idle time, a check, and the engine's stop on a busy 
 
 
 async def _started(engine_env, idle_minutes: float):
-    settings = load_settings(model=engine_env["CHAT_MODEL"], preset="custom", custom_preset=TEST_PRESET,
+    # the app's context (10,240): a reply of 8,000 tokens outlasts the idle time also on a fast processor (1,500
+    # tokens of the test model took 2.2 s on one, under the 3 s it must outlast)
+    settings = load_settings(model=engine_env["CHAT_MODEL"], preset="custom", custom_preset=APP_PRESET,
                              idle_minutes=idle_minutes)
     engine = ChatEngine(settings)
     await engine.ensure_started()
@@ -98,7 +100,7 @@ async def test_stop_during_the_wake_ends_that_reply_and_the_engine_still_wakes(s
 async def test_a_reply_longer_than_the_idle_time_keeps_the_engine_awake(idle_engine):
     await idle_engine.ensure_started()
     began = time.monotonic()
-    streaming = asyncio.ensure_future(reply(idle_engine, "Tell a long story.", max_tokens=1500))
+    streaming = asyncio.ensure_future(reply(idle_engine, "Tell a long story.", max_tokens=8000))
     while not streaming.done():
         assert idle_engine.asleep_since is None, "the engine fell asleep in the middle of a reply"
         await asyncio.sleep(0.1)
