@@ -17,7 +17,7 @@ from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from tasks import spawn  # noqa: E402
 from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, my_defaults, oversized, sessions,  # noqa: E402
-                settings_first, sidebar, start_note, text, usage, versions)
+                settings_first, sidebar, start_line, start_note, text, usage, versions)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
@@ -53,7 +53,9 @@ async def on_message(message: cl.Message):
         return
     message.command = command(message.command)  # a chip is named in the chat's language
     if message.command == "Status" or message.content.strip() == "/status":
-        await cl.Message(content=text.status_text(engine.status()), author="system", type=TABLE).send()
+        status = engine.status()
+        await cl.Message(content=text.status_text(status, start_line.line(status.state)), author="system",
+                         type=TABLE).send()
         if message.command != "Status" or message.content.strip() in ("", "/status"):
             return  # text typed beside the Status chip is a question too: answer it below
     if message.command in (chat_state.EXPORT_COMMAND, chat_state.IMPORT_COMMAND):

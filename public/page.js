@@ -3,3 +3,4 @@ import "/public/status-chip.js";
 import "/public/server-restart.js";
 import "/public/thread-links.js";
 import "/public/library-names.js";
+import "/public/start-line.js";

@@ -195,7 +195,16 @@ def test_the_first_page_keeps_its_welcome_while_the_engine_starts_and_new_chat_s
                        "the first page shows no starters")
         finally:
             shot(browser, tmp_path, "welcome.png")
+
+        def start_line(driver) -> str:
+            shown = driver.find_elements(By.ID, "engine-start-line")
+            return shown[0].text if shown else ""
+        # the start is seen before anything is sent: a line by the message box, none in the chat
+        wait.until(lambda d: "Starting the model engine" in start_line(d), "the start was not shown on the page")
+        shot(browser, tmp_path, "start-line.png")
+        assert "Explain KV caching" in body(browser), "the start line took the welcome's place"
         wait.until(lambda d: server_ready(server), "the engine did not start")
+        wait.until(lambda d: not start_line(d), "the start line stayed after the engine was ready")
         # the progress went to each open chat before the engine was ready: none took the welcome's place
         wait.until(lambda d: "Explain KV caching" in body(d))
         shot(browser, tmp_path, "welcome.png")

@@ -162,3 +162,13 @@ def test_key_commands_are_read_in_either_language_with_any_space():
     assert after("新建笔记本", NEW) == "笔记本" and after("撤销1", REVOKE) == "1"
     assert after("新建\u3000笔记本", NEW) == "笔记本" and after("new\u3000laptop", NEW) == "laptop"
     assert after("new laptop", NEW) == "laptop" and after("newer", NEW) is None and after("list", REVOKE) is None
+
+
+def test_the_start_line_is_said_in_the_browsers_language_and_only_while_a_start_is_under_way():
+    from engine.reports import Progress
+    from ui import start_line
+
+    start_line.note(Progress("Checking the device and the model", 3.0))
+    assert start_line.line("starting", "zh") == "⏳ 正在启动模型引擎：正在检查设备和模型（3 秒）"
+    assert start_line.line("waking", "en").startswith("⏳ Waking the model engine")
+    assert all(start_line.line(state, "en") is None for state in ("ready", "asleep", "failed"))

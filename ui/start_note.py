@@ -1,7 +1,8 @@
 """The shared engine's start as one chat sees it: one progress note, and a failure with "Try again".
 
 Everything in a chat that waits for the start (the chat opening, a message sent meanwhile) shares one note; the
-opening alone shows none, so that the welcome page stays (the Status chip tells the start's progress). The engine
+opening alone shows none, so that the welcome page stays (a line by the message box and the Status chip tell the
+start's progress: ui/start_line.py). The engine
 remembers a failed start, so a later message gets the error at once instead of waiting for the same failure again;
 "Try again" (or a preset switch) starts it anew.
 """
@@ -12,7 +13,7 @@ import chainlit as cl
 
 from engine.errors import ChatError
 from tasks import spawn
-from ui import text
+from ui import start_line, text
 from ui.words import error_text, say
 
 RETRY_ACTION = "retry_start"
@@ -60,6 +61,7 @@ async def _show_start(engine, note: _Note, retry: bool) -> bool:
     async def report(progress):
         nonlocal notice
         notice = progress.notice
+        start_line.note(progress)
         await note.say(text.progress_line(note.what, progress))
 
     try:

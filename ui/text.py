@@ -42,9 +42,10 @@ def label(name: str, tooltip: bool = False) -> str:
     return say(f"{name}.tip" if tooltip else name)
 
 
-def progress_line(title: str, progress: Progress) -> str:
-    stage = again("stage.", progress.stage)
-    line = say("progress", mark="✅" if progress.done else "⏳", title=title, stage=stage, seconds=progress.elapsed_s)
+def progress_line(title: str, progress: Progress, lang: str | None = None) -> str:
+    stage = again("stage.", progress.stage, lang)
+    line = say("progress", lang, mark="✅" if progress.done else "⏳", title=title, stage=stage,
+               seconds=progress.elapsed_s)
     return f"{line}. {progress.notice}." if progress.notice else line
 
 
@@ -106,7 +107,8 @@ def asleep_text(since: float | None, now: float | None = None) -> str:
     return say("status.asleep", clock=time.strftime('%H:%M', time.localtime(since)), minutes=minutes)
 
 
-def status_text(status: Status) -> str:
+def status_text(status: Status, starting: str | None = None) -> str:
+    """The Status chip's table; `starting`: the start's progress line (ui/start_line.py), shown with the state."""
     def gib(value):
         return "–" if value is None else f"{value:.2f} GiB"
 
@@ -116,7 +118,8 @@ def status_text(status: Status) -> str:
     context = say("status.context_value", tokens=status.max_model_len or "–")
     # a failed start says why, in place
     why = f" — {again('error.', status.problem)}".replace("|", "\\|") if status.problem else ""
-    rows = [("state", f"{state}{asleep_text(status.asleep_since)}{why}"), ("device", status.device),
+    going = f" — {starting}".replace("|", "\\|") if starting else ""
+    rows = [("state", f"{state}{asleep_text(status.asleep_since)}{why}{going}"), ("device", status.device),
             ("preset", f"{status.preset} — {purpose}"), ("context", context),
             ("memory", f"{gib(status.memory_used_gib)} / {gib(status.needs_gib)}"), ("kv", kv),
             ("requests", f"{status.requests_running} / {status.requests_waiting}"),

@@ -1,0 +1,36 @@
+"""GET /engine/start: the engine's start as one line, for the page to show before anything is sent
+(public/start-line.js; ui/start_line.py makes the line). Answers {"state": ..., "line": ... or null} in the
+language the browser asks for, to a signed-in user (Chainlit's own `get_current_user`, as web/users.py checks
+it); the line is null once the engine is ready, asleep or failed (the chat says a failure). A `-w` reload replaces
+the route rather than adding a second one.
+"""
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+
+from ui import start_line
+
+PATH = "/engine/start"
+
+
+def start_route(engine) -> APIRoute:
+    from chainlit.auth import get_current_user
+
+    async def start(request: Request, user=Depends(get_current_user)) -> JSONResponse:
+        state = engine.state
+        said = start_line.line(state, request.headers.get("accept-language", "")[:2])
+        return JSONResponse({"state": state, "line": said}, headers={"Cache-Control": "no-store"})
+
+    route = APIRoute(PATH, start, methods=["GET"], include_in_schema=False)
+    route.is_start_line = True
+    return route
+
+
+def serve_start(engine) -> None:
+    """Put the route on Chainlit's server, in place of one an earlier load put there."""
+    from chainlit.server import app
+
+    routes = app.router.routes
+    routes[:] = [route for route in routes if not getattr(route, "is_start_line", False)]
+    routes.insert(0, start_route(engine))
