@@ -6,7 +6,13 @@ GPU lock (in .venv-gpu, run by tests/test_locks.py) walks the GPU worker's path,
 import subprocess
 import sys
 
+import pytest
+
 from harness import locks
+
+# In the fast tier although each test starts a Python that imports vLLM (10-25 s): the GPU lock's run
+# (tests/test_locks.py) is that tier, and this is what catches a package the GPU path needs and the lock lacks.
+pytestmark = pytest.mark.fast
 
 # A package each build's path needs, for the proof that the walk sees one go missing: the GPU warm-up reaches
 # torchvision through the Qwen3-VL model (its absence stopped every GPU engine start); every build's model needs
