@@ -12,10 +12,11 @@ import sys
 import chainlit_patches
 from engine import admission
 from engine.errors import SettingsError
+from engine.hardware import runs_on_processor
 from engine.engine import shared_engine
 from history import layer as history_layer
 from history import usage
-from ui import attachments, chat_state, edits, reconnect, sessions, settings_first
+from ui import attachments, chat_state, edits, reconnect, sessions, settings_first, words
 from web import guard, signin, users
 from web.api_route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
@@ -43,6 +44,7 @@ def install():
         print(f"ERNIE Chat cannot start: {error}", file=sys.stderr)
         raise SystemExit(1) from None
     edits.handle_edits(lambda: chat_state.current(engine))  # an edit changes the chat once the engine takes it
+    words.on_processor(runs_on_processor(engine.settings))  # Chinese says 内存, not a GPU's 显存, on a CPU
     exit_if_port_taken()
     open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
     attachments.own_upload_folder()

@@ -81,6 +81,14 @@ def gpu_count() -> int:
         return 0
 
 
+def runs_on_processor(settings) -> bool:
+    """Whether this app's engine runs on the processor: asked for, the CPU build, or no GPU here (an engine
+    elsewhere, CHAT_ENGINE_URL, is taken for a GPU's)."""
+    if getattr(settings, "engine_url", None):
+        return False
+    return settings.device == "cpu" or cpu_build() or gpu() is None
+
+
 def gpu() -> Device | None:
     """The first visible NVIDIA GPU, or None when NVML finds none."""
     try:

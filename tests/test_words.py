@@ -172,3 +172,19 @@ def test_the_start_line_is_said_in_the_browsers_language_and_only_while_a_start_
     assert start_line.line("starting", "zh") == "⏳ 正在启动模型引擎：正在检查设备和模型（3 秒）"
     assert start_line.line("waking", "en").startswith("⏳ Waking the model engine")
     assert all(start_line.line(state, "en") is None for state in ("ready", "asleep", "failed"))
+
+
+def test_on_a_processor_the_chinese_says_memory_not_gpu_memory_and_the_status_table_is_chinese():
+    from ui import words
+
+    try:
+        words.on_processor(False)
+        assert words.say("setting.preset", "zh") == "显存预设", "a GPU's memory on a GPU"
+        words.on_processor(True)
+        assert words.say("setting.preset", "zh") == "内存预设"
+        plain = [key for key, (_, chinese) in words.TEXTS.items() if "{" not in chinese]
+        assert all("显存" not in words.say(key, "zh") for key in plain)
+        assert words.again("device.", "CPU (2 cores)", "zh") == "CPU（2 核）"
+        assert "KV cache" not in words.say("status.kv", "zh")
+    finally:
+        words.on_processor(False)

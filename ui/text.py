@@ -119,7 +119,8 @@ def status_text(status: Status, starting: str | None = None) -> str:
     # a failed start says why, in place
     why = f" — {again('error.', status.problem)}".replace("|", "\\|") if status.problem else ""
     going = f" — {starting}".replace("|", "\\|") if starting else ""
-    rows = [("state", f"{state}{asleep_text(status.asleep_since)}{why}{going}"), ("device", status.device),
+    rows = [("state", f"{state}{asleep_text(status.asleep_since)}{why}{going}"),
+            ("device", again("device.", status.device)),
             ("preset", f"{status.preset} — {purpose}"), ("context", context),
             ("memory", f"{gib(status.memory_used_gib)} / {gib(status.needs_gib)}"), ("kv", kv),
             ("requests", f"{status.requests_running} / {status.requests_waiting}"),

@@ -30,10 +30,22 @@ def language(code: str | None = None) -> str:
     return CHINESE if (code or "").lower().startswith("zh") else ENGLISH
 
 
+GPU_MEMORY, MEMORY = "显存", "内存"  # a GPU's memory, and a computer's
+_on_processor = [False]
+
+
+def on_processor(cpu: bool) -> None:
+    """Whether the engine runs on the processor (wiring.py says so at start): its Chinese then calls the memory
+    内存, never a GPU's 显存 (English says "memory" for both)."""
+    _on_processor[0] = cpu
+
+
 def say(key: str, lang: str | None = None, **values) -> str:
     """The text under `key` in the chat's language (or `lang`'s), its placeholders filled from `values`."""
     english, chinese = TEXTS[key]
-    return (chinese if language(lang) == CHINESE else english).format(**values)
+    if language(lang) != CHINESE:
+        return english.format(**values)
+    return (chinese.replace(GPU_MEMORY, MEMORY) if _on_processor[0] else chinese).format(**values)
 
 
 def say_known(key: str, fallback: str, **values) -> str:
