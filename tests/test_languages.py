@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.presets import DEVICE
+
 from test_browser import page_state
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -21,15 +23,16 @@ pytestmark = pytest.mark.skipif(
     reason="needs Debian's chromium and chromium-driver (scripts/setup.sh --dev installs them)")
 
 # What a reader sees in each language, written out here (not read from the app) so that the test says what a
-# person would find on the page
+# person would find on the page; the Chinese calls the memory a GPU's (显存) on a GPU, a computer's (内存) on a CPU
+MEMORY = "显存" if DEVICE == "cuda" else "内存"
 PAGES = {
     "zh-CN": {
         "name": "chinese",
         "chips": ("状态", "导出", "导入", "文档库"),
         "starters": ("讲讲 KV 缓存", "写段 Python", "安排一天"),
-        "status": ("**引擎状态**", "运行中 / 排队中的请求", "已用显存 / 预设所需"),
+        "status": ("**引擎状态**", "运行中 / 排队中的请求", f"已用{MEMORY} / 预设所需", "KV 缓存占用"),
         "cost": ("tok/s", "提示 ", "回复 ", "缓存命中 "),
-        "settings": ("显存预设", "温度", "最大新 token 数", "系统提示词", "显示每条回复的开销"),
+        "settings": (f"{MEMORY}预设", "温度", "最大新 token 数", "系统提示词", "显示每条回复的开销"),
         "foreign": ("Requests running / queued", "reply tokens", "Memory preset", "Explain KV caching"),
     },
     "en-US": {
@@ -39,7 +42,7 @@ PAGES = {
         "status": ("Engine status", "Requests running / queued", "Memory used / the preset's size"),
         "cost": ("tok/s", "prompt +", "reply tokens", "cached"),
         "settings": ("Memory preset", "Temperature", "Max new tokens", "System prompt", "Show what each reply cost"),
-        "foreign": ("运行中 / 排队中的请求", "显存预设", "讲讲 KV 缓存"),
+        "foreign": ("运行中 / 排队中的请求", f"{MEMORY}预设", "讲讲 KV 缓存"),
     },
 }
 
