@@ -1,7 +1,7 @@
 """Everything app.py needs set up before its hooks run, in the order it must happen, in one call.
 
 Chainlit is patched first (chainlit_patches.py), the port checked before anything slow, then the shared engine
-is made and served at /v1 (api/, web/api_route.py), the uploads get this process's own folder, the history's
+is made and served at /v1 (api/, api/route.py), the uploads get this process's own folder, the history's
 database and data layer are installed (history/), and the sign-in and the guard are chosen by where the server
 listens (web/). A `-w` reload runs this again: each step either replaces what the last load put in place or
 finds it already there.
@@ -18,7 +18,7 @@ from history import layer as history_layer
 from history import usage
 from ui import attachments, chat_state, edits, reconnect, sessions, settings_first, words
 from web import guard, signin, users
-from web.api_route import GUARDED_PATHS, open_api, open_library
+from api.route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
 from web.start_route import serve_start
 from web.listen import chosen_port, exit_if_port_taken, is_loopback

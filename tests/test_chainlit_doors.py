@@ -13,11 +13,11 @@ from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
 
 
 def test_the_api_routes_go_before_chainlits_catch_all_page_route():
-    """web/api_route.py puts /v1 and /metrics first in the router: Chainlit answers every other path with its page."""
+    """api/route.py puts /v1 and /metrics first in the router: Chainlit answers every other path with its page."""
     paths = [getattr(route, "path", "") for route in chainlit.server.app.router.routes]
-    assert "/{full_path:path}" in paths, ("Chainlit no longer has a catch-all page route: web/api_route.py need "
+    assert "/{full_path:path}" in paths, ("Chainlit no longer has a catch-all page route: api/route.py need "
                                           "not put the API's routes first")
-    assert isinstance(chainlit.server.app.router.routes, list), "web/api_route.py edits the router's list in place"
+    assert isinstance(chainlit.server.app.router.routes, list), "web/routes.py edits the router's list in place"
 
 
 def test_the_sign_in_turns_the_local_users_header_auth_off_where_chainlit_reads_it():

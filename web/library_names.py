@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from history import library
+from web.routes import put_first
 
 PATH = "/library/names"
 
@@ -29,14 +30,9 @@ def names_route(layer) -> APIRoute:
         return JSONResponse(found, headers={"Cache-Control": "no-store"})
 
     route = APIRoute(PATH, names, methods=["GET"], include_in_schema=False)
-    route.is_library_names = True
     return route
 
 
 def serve_names(layer) -> None:
     """Put the route on Chainlit's server, in place of one an earlier load put there."""
-    from chainlit.server import app
-
-    routes = app.router.routes
-    routes[:] = [route for route in routes if not getattr(route, "is_library_names", False)]
-    routes.insert(0, names_route(layer))
+    put_first("library names", names_route(layer))

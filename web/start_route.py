@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from ui import start_line
+from web.routes import put_first
 
 PATH = "/engine/start"
 
@@ -23,14 +24,9 @@ def start_route(engine) -> APIRoute:
         return JSONResponse({"state": state, "line": said}, headers={"Cache-Control": "no-store"})
 
     route = APIRoute(PATH, start, methods=["GET"], include_in_schema=False)
-    route.is_start_line = True
     return route
 
 
 def serve_start(engine) -> None:
     """Put the route on Chainlit's server, in place of one an earlier load put there."""
-    from chainlit.server import app
-
-    routes = app.router.routes
-    routes[:] = [route for route in routes if not getattr(route, "is_start_line", False)]
-    routes.insert(0, start_route(engine))
+    put_first("start line", start_route(engine))

@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Match, NoMatchFound
 from api.gate import metrics_app, shared_gate
 from engine.openai_app import SERVED_PATHS
 from web.listen import chosen_port, is_loopback
+from web.routes import put_first
 
 METRICS_PATH = "/metrics"
 GUARDED_PATHS = SERVED_PATHS | {METRICS_PATH}  # what a request through a proxy may use only with the API's key
@@ -25,8 +26,6 @@ KEY_HOWTO = ("Keep the chat history on (users then make their own keys with the 
 
 class ApiRoute(BaseRoute):
     """Matches `paths` exactly, whatever the method, and hands the request on untouched."""
-
-    is_api_route = True
 
     def __init__(self, app, paths=SERVED_PATHS):
         self.app = app
@@ -47,12 +46,7 @@ class ApiRoute(BaseRoute):
 def serve_api(gate, metrics) -> None:
     """Route the API to `gate` (and /metrics to `metrics`) on Chainlit's server; a `-w` reload replaces the
     routes, never adds second ones."""
-    from chainlit.server import app
-
-    routes = app.router.routes
-    routes[:] = [route for route in routes if not getattr(route, "is_api_route", False)]
-    routes.insert(0, ApiRoute(gate))
-    routes.insert(0, ApiRoute(metrics, frozenset({METRICS_PATH})))
+    put_first("api", ApiRoute(metrics, frozenset({METRICS_PATH})), ApiRoute(gate))
 
 
 def open_api(engine) -> None:
