@@ -27,9 +27,10 @@ WITHOUT_VLLM = ("app", "wiring", "chainlit_patches", "tasks", "runtime", "ui", "
 def project_files() -> dict[str, Path]:
     """Module name -> file, for the app's own modules (packages' __init__ under the package's name)."""
     files = {name: ROOT / f"{name}.py" for name in TOP_MODULES}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).glob("*.py")):
-            files[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    for package in PACKAGES:  # subfolders too (ui/words/)
+        for path in sorted((ROOT / package).rglob("*.py")):
+            dotted = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            files[dotted.removesuffix(".__init__")] = path
     return files
 
 
@@ -112,7 +113,8 @@ def test_vllms_behaviour_is_changed_in_vllm_patches_only():
 
 
 CHAINLIT_INTERNALS = ("chainlit.session", "chainlit.socket", "chainlit.server", "chainlit.user_session",
-                      "chainlit.context.init_ws_context", "chainlit.context.init_http_context")
+                      "chainlit.context.init_ws_context", "chainlit.context.init_http_context",
+                      "chainlit.chat_context", "chainlit.emitter")
 INTERNALS_DOORS = ("chainlit_patches", "web.", "history.layer")
 
 
