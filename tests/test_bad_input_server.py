@@ -162,6 +162,8 @@ async def test_an_imports_bad_setting_is_left_out_and_said_and_its_good_ones_kep
     notice = await _import(chat, json.dumps(PIRATE).encode())
     assert "Left out" in notice and "temperature" in notice, notice
     await chat.close()
+    named = _query(server, 'SELECT name FROM threads WHERE id = ?', _opened_thread(notice))
+    assert named == [("Pirate chat (imported)",)], "an imported chat is told from its original in the history"
     opened = await ChatClient(server.url, "alice", "alice-password", thread_id=_opened_thread(notice)).connect()
     assert {k: _widgets(opened)[k] for k in ("temperature", "system_prompt", "max_tokens")} == {
         "temperature": 0.8, "system_prompt": "You are a pirate", "max_tokens": 40}

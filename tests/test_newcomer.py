@@ -303,8 +303,8 @@ def test_api_keys_are_made_and_revoked_by_pointing(app_server, browser, tmp_path
     browser.get(app_server.url)
     wait.until(click("command-Keys"), "no Keys chip to click")  # the chip acts at once: no Send to press
     wait.until(press("normalize-space(.)='New key'"), "the keys' list has no New key button")
-    wait.until(lambda d: re.search(r"Your new API key (key \d+)", body(d)), "New key made no key")
-    name = re.search(r"Your new API key (key \d+)", body(browser)).group(1)
+    wait.until(lambda d: re.search(r"Your new API key, named “(key \d+)”", body(d)), "New key made no key")
+    name = re.search(r"Your new API key, named “(key \d+)”", body(browser)).group(1)
     wait.until(click("command-Keys"), "no Keys chip to click")
     revoke = f"starts-with(normalize-space(.), 'Revoke') and contains(., ': {name}')"
     wait.until(lambda d: d.find_elements(By.XPATH, f"//button[{revoke}]"), f"{name} has no Revoke button")

@@ -123,8 +123,8 @@ async def _store(layer, imported: exchange.Imported) -> str:
     owner = await layer.get_user(user.identifier) if user is not None else None
     thread_id = str(uuid.uuid4())
     imported.title = imported.title or _title(imported.turns)
-    await layer.update_thread(thread_id, name=imported.title, user_id=owner.id if owner else None,
-                              metadata={"chat_settings": imported.settings})
+    await layer.update_thread(thread_id, name=say("import.title", title=imported.title),
+                              user_id=owner.id if owner else None, metadata={"chat_settings": imported.settings})
     start, asked, steps = datetime.now(timezone.utc).replace(tzinfo=None), None, []
     for index, turn in enumerate(imported.turns):
         step_id, at = str(uuid.uuid4()), (start + timedelta(milliseconds=index)).isoformat() + "Z"

@@ -123,6 +123,7 @@ TEXTS = {
     "import.not_json": ("{name} is not a JSON file. {attach}", "{name} 不是 JSON 文件。{attach}"),
     "import.too_large": ("{name} is larger than {mb} MB: keep the chat's latest messages in it, and import it again.",
                          "{name} 超过了 {mb} MB：只保留对话中最近的消息，再重新导入。"),
+    "import.title": ("{title} (imported)", "{title}（导入）"),
     "import.done": ("✅ Imported {count} messages as a new chat, “{title}”: [open it](/thread/{thread}), or find it in "
                     "the history's list. It goes on from its last message.",
                     "✅ 已将 {count} 条消息导入为新对话“{title}”：[打开它](/thread/{thread})，或在历史列表中找到它。"

@@ -37,10 +37,10 @@ TEXTS = {
     "keys.list": ("Your API keys ({count}):\n\n{table}\n\n{how}", "你的 API 密钥（{count} 个）：\n\n{table}\n\n{how}"),
     "keys.head": ("| # | Name | Made (UTC) | Last used (UTC) |", "| # | 名称 | 新建时间 (UTC) | 最近使用 (UTC) |"),
     "keys.never": ("never", "从未"),
-    "keys.made": ("Your new API key **{name}**:\n\n`{new_key}`\n\nCopy it now: it is shown only this once (the "
+    "keys.made": ("Your new API key, named “{name}”:\n\n`{new_key}`\n\nCopy it now: it is shown only this once (the "
                   "server keeps only its hash). Revoke it with its button in the **Keys** chip's list.",
-                  "你的新 API 密钥 **{name}**：\n\n`{new_key}`\n\n请现在复制：它只显示这一次（服务器只保存它的哈希）。"
-                  "在 **密钥** 按钮列出的列表中点它的撤销按钮即可撤销。"),
+                  "你的新 API 密钥，名为“{name}”：\n\n`{new_key}`\n\n请现在复制：它只显示这一次"
+                  "（服务器只保存它的哈希）。在 **密钥** 按钮列出的列表中点它的撤销按钮即可撤销。"),
     "keys.not_made": ("No key was made: {why}", "未新建密钥：{why}"),
     "keys.db_failed": ("No key was made: the history database failed ({error}); try again.",
                        "未新建密钥：历史数据库出错（{error}）；请重试。"),
