@@ -49,7 +49,7 @@ TRANSITIONS = {
     "ready": {"starting", "switching", "falling asleep", "stopped"},
     "failed": {"starting", "switching", "stopped"},
     "switching": {"ready", "asleep", "failed", "stopped"},
-    "falling asleep": {"asleep"},
+    "falling asleep": {"asleep", "stopped"},
     "asleep": {"waking", "switching", "stopped"},
     "waking": {"ready", "asleep", "stopped"},
 }
@@ -369,7 +369,7 @@ class ChatEngine:
         if host is not None:
             host.shutdown()
         self._host = None
-        self._state = "stopped"  # from any state: the process ends, or a test is done with it
+        self._enter("stopped")  # every state has this step: the process ends, or a test is done with it
 
     def expect_stop_on_signals(self) -> None:
         """From Ctrl-C or SIGTERM on, the engine's end is the stop the user asked for, not a crash.

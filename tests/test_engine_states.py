@@ -162,3 +162,9 @@ async def test_a_shutdown_stops_it_from_any_state(quiet_engine):
     host = quiet_engine.host
     quiet_engine.shutdown()
     assert quiet_engine.state == "stopped" and quiet_engine.host is None and not host.running
+
+
+def test_shutdown_is_a_step_of_the_table_from_every_state():
+    from engine.engine import TRANSITIONS
+
+    assert all(state == "stopped" or "stopped" in steps for state, steps in TRANSITIONS.items()), TRANSITIONS
