@@ -57,17 +57,17 @@ class Callers:
         token = header[7:].strip().decode("latin-1") if header[:7].lower() == b"bearer " else ""
         if not looks_like_key(token) and self.local(scope):
             return None  # on loopback any key, or none, was always the local user's
-        if header:
-            self._throttled(scope)
         if not looks_like_key(token):
             if header:
+                self._throttled(scope)
                 self._failed(scope)
             raise Refusal(401, "Missing or wrong API key: send your own key (the chat's **Keys** command makes one) "
                                "or the server's CHAT_API_KEY as 'Authorization: Bearer <key>'.", "AuthenticationError")
         if self.keys is None:
             raise Refusal(401, NO_USER_KEYS, "AuthenticationError")
-        user = await self.keys.user_of(token)
+        user = await self.keys.user_of(token)  # a right key is never slowed: 256 random bits are not guessed
         if user is None:
+            self._throttled(scope)  # wrong or revoked keys from this address, past the limit: slowed
             self._failed(scope)
             raise Refusal(401, "This API key is wrong, revoked or malformed: make a new one with the chat's **Keys** "
                                "command and send it as 'Authorization: Bearer <key>'.", "AuthenticationError")
