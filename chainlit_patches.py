@@ -332,6 +332,13 @@ async def rerun_message(message) -> None:
         await context.emitter.task_end()
 
 
+def session_of_id(session_id: str | None):
+    """The open chat of Chainlit's session id (the page's `X-Chainlit-Session-id` cookie), or None."""
+    from chainlit.session import WebsocketSession
+
+    return WebsocketSession.get_by_id(session_id) if session_id else None
+
+
 def enter(session) -> None:
     """This task's Chainlit context is `session`'s from now on (what it sends goes to that chat)."""
     from chainlit.context import init_ws_context

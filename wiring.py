@@ -20,6 +20,7 @@ from ui import attachments, chat_state, edits, reconnect, sessions, settings_fir
 from web import guard, signin, users
 from api.route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
+from web.settings_route import serve_reset
 from web.start_route import serve_start
 from web.listen import chosen_port, exit_if_port_taken, is_loopback
 
@@ -56,6 +57,7 @@ def install():
     open_library(engine, layer, loopback)  # the API's `library` field
     serve_names(layer)  # the names the message box offers after an @
     serve_start(engine)  # the engine's start as a line by the message box, before anything is sent
+    serve_reset(engine, layer)  # the settings panel's Reset brings the defaults back
     signin.install(loopback, layer, engine.settings.history_db.parent)
     users.install(layer, loopback)  # every request and message checks its user, each time
     guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)

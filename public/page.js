@@ -4,3 +4,4 @@ import "/public/server-restart.js";
 import "/public/thread-links.js";
 import "/public/library-names.js";
 import "/public/start-line.js";
+import "/public/settings-reset.js";

@@ -25,6 +25,8 @@ function show(line) {
     shown.id = LINE_ID;
     shown.setAttribute("role", "status");
     document.body.appendChild(shown);
+    // the box moves (the first message sends it down): follow it while the line is shown
+    const following = setInterval(() => (shown.isConnected ? place(shown) : clearInterval(following)), 200);
   }
   shown.textContent = line;
   place(shown);

@@ -379,3 +379,35 @@ def test_the_settings_say_what_auto_runs_and_offer_what_this_device_runs(app_ser
 def server_ready(server) -> bool:
     """Whether the server's engine is up, by its log (the page is not asked: asking would add a message)."""
     return "engine ready:" in server.log_path.read_text()
+
+
+def test_the_settings_panels_reset_brings_the_defaults_back_applied_and_said(app_server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    wait = waiter(browser)
+    browser.get(app_server.url)
+
+    def prompt_field(driver):
+        return driver.find_element(By.ID, "system_prompt")
+
+    def open_panel():
+        wait.until(click("chat-settings-header-button"), "no settings button to click")
+        wait.until(lambda d: prompt_field(d).is_displayed(), "the settings panel shows no system prompt")
+
+    open_panel()
+    field = prompt_field(browser)
+    field.send_keys(Keys.CONTROL, "a", Keys.DELETE)
+    field.send_keys("You are a pirate.")
+    wait.until(click("confirm-sidebar"), "no Confirm button")
+    open_panel()
+    assert prompt_field(browser).get_attribute("value") == "You are a pirate.", "the change was not kept"
+    reset = browser.find_element(By.XPATH, "//button[@id='confirm-sidebar']/parent::*/button[1]")
+    reset.click()
+    wait.until(lambda d: "back to the app's defaults" in body(d), "Reset said nothing in the chat")
+    wait.until(lambda d: prompt_field(d).get_attribute("value") == "You are a helpful assistant.",
+               "the panel does not show the default system prompt after Reset")
+    shot(browser, tmp_path, "settings-reset.png")
+    wait.until(click("confirm-sidebar"), "no Confirm button after Reset")
+    open_panel()
+    assert prompt_field(browser).get_attribute("value") == "You are a helpful assistant.", "Reset was not applied"

@@ -26,6 +26,11 @@ TEXTS = {
                             "command adds them), with their sources. @name in a message picks documents for it.",
                             "每个问题都根据你文档中最相关的段落回答（用“文档库”命令添加文档），并注明出处。在消息里"
                             "写 @文档名 可指定要用的文档。"),
+    "settings.reset_app": ("↺ The settings are back to the app's defaults (sampling and system prompt); the running "
+                           "preset stays.", "↺ 设置已恢复为应用的默认值（采样和系统提示词）；当前运行的预设不变。"),
+    "settings.reset_yours": ("↺ The settings are back to your own defaults for new chats (sampling and system "
+                             "prompt); the running preset stays.",
+                             "↺ 设置已恢复为你为新对话保存的默认值（采样和系统提示词）；当前运行的预设不变。"),
     "setting.my_defaults": ("Use these for new chats", "新对话使用这些设置"),
     "setting.my_defaults.tip": ("Your new chats start with this chat's sampling (temperature, top p, max new tokens, "
                                 "repetition penalty) and system prompt, kept with your account. Off: new chats "
