@@ -20,6 +20,7 @@ from ui import attachments, chat_state, edits, reconnect, sessions, settings_fir
 from web import guard, signin, users
 from api.route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
+from web.context_route import serve_context
 from web.settings_route import serve_reset
 from web.start_route import serve_start
 from web.listen import chosen_port, exit_if_port_taken, is_loopback
@@ -58,6 +59,7 @@ def install():
     serve_names(layer)  # the names the message box offers after an @
     serve_start(engine)  # the engine's start as a line by the message box, before anything is sent
     serve_reset(engine, layer)  # the settings panel's Reset brings the defaults back
+    serve_context(engine)  # how full the chat's context is, by the message box
     signin.install(loopback, layer, engine.settings.history_db.parent)
     users.install(layer, loopback)  # every request and message checks its user, each time
     guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)

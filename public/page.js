@@ -5,3 +5,4 @@ import "/public/thread-links.js";
 import "/public/library-names.js";
 import "/public/start-line.js";
 import "/public/settings-reset.js";
+import "/public/context-line.js";

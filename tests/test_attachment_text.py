@@ -105,7 +105,8 @@ def test_a_pdf_built_to_be_slow_is_refused_within_the_time_per_page_and_in_all(t
     assert path.stat().st_size < 40_000
     monkeypatch.setattr(pdf_reader, "PAGE_S", 1.0)  # its first page alone takes seconds
     started = time.monotonic()
-    with pytest.raises(Refused, match=r"took too long to read.*page 1 alone took more than 1 s.*Attach its text"):
+    # the page that passes 1 s first: page 1 on most processors, a later one where the first reads faster
+    with pytest.raises(Refused, match=r"took too long to read.*page \d+ alone took more than 1 s.*Attach its text"):
         attachments.read(str(path))
     monkeypatch.setattr(pdf_reader, "PAGE_S", 60.0)
     monkeypatch.setattr(pdf_reader, "TOTAL_S", 2.0)  # each page is under its own limit: the whole reading is not

@@ -411,3 +411,22 @@ def test_the_settings_panels_reset_brings_the_defaults_back_applied_and_said(app
     wait.until(click("confirm-sidebar"), "no Confirm button after Reset")
     open_panel()
     assert prompt_field(browser).get_attribute("value") == "You are a helpful assistant.", "Reset was not applied"
+
+
+def test_the_contexts_fill_is_in_sight_by_the_box_after_a_reply(app_server, browser, tmp_path):
+    import re
+
+    from selenium.webdriver.common.by import By
+
+    wait = waiter(browser)
+    browser.get(app_server.url)
+
+    def gauge(driver) -> str:
+        shown = driver.find_elements(By.ID, "context-line")
+        return shown[0].text if shown else ""
+
+    assert not gauge(browser), "a chat with no reply shows no fill"
+    wait.until(typed("Hello"), "the message could not be sent")
+    wait.until(lambda d: re.fullmatch(r"context [\d,]+ / 10,240 tokens", gauge(d)), "no context line after a reply")
+    shot(browser, tmp_path, "context-line.png")
+    assert re.search(r"context [\d,]+ / 10,240 tokens", body(browser)), "the cost line says it too"

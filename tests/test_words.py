@@ -188,3 +188,14 @@ def test_on_a_processor_the_chinese_says_memory_not_gpu_memory_and_the_status_ta
         assert "KV cache" not in words.say("status.kv", "zh")
     finally:
         words.on_processor(False)
+
+
+def test_the_contexts_fill_warns_once_the_next_message_will_cut_the_oldest_turns():
+    from ui import context_fill
+
+    said, full = context_fill.line(1234, 4096, 1024, "en")
+    assert said == "context 1,234 / 4,096 tokens" and not full
+    said, full = context_fill.line(2900, 4096, 1024, "en")  # 90% of the 3,072 tokens left beside the reply
+    assert full and "drop the oldest turns" in said
+    assert "下一条消息将舍弃" in context_fill.line(2900, 4096, 1024, "zh")[0]
+    assert context_fill.line(10, None, 1024) is None, "nothing before the engine says its context"

@@ -16,7 +16,7 @@ import chainlit as cl
 from chainlit_patches import resume
 from history.turns import turns_from
 from tasks import spawn
-from ui import attachments, my_defaults, reply, sessions, sidebar, start_note, versions
+from ui import attachments, context_fill, my_defaults, reply, sessions, sidebar, start_note, versions
 from ui.words import say
 
 STATE_ATTR = "ernie_chat_state"
@@ -41,6 +41,7 @@ class ChatState:
     replies: dict[str, cl.Message] = field(default_factory=dict)  # replies with earlier versions, by id
     versions: dict[str, int] = field(default_factory=dict)  # the version shown of a paged reply (ui/versions.py)
     edit: object = None  # an edited question until the engine takes it (ui/edits.py)
+    context_used: int = 0  # the tokens the chat takes, from its last reply's cost (ui/context_fill.py)
 
     @property
     def replying(self) -> bool:
@@ -99,6 +100,7 @@ async def _make(engine, thread: dict | None) -> ChatState:
     await send_sidebar(engine, state.prefs)
     await cl.context.emitter.set_commands(commands())
     state.reply = None if thread is None else reply.stored(thread, state.turns)
+    state.context_used = context_fill.used(reply.stored_stats(state.reply)) if state.reply is not None else 0
     if state.reply is not None:
         await reply.offer_tools(state.reply)
     for kept in [] if thread is None else versions.stored(thread):  # the history keeps them, not their buttons

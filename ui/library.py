@@ -21,7 +21,7 @@ import chainlit as cl
 
 from history import library
 from ui import attachments, file_ask
-from ui.text import TABLE, no_images, plain
+from ui.text import TABLE, no_images
 from ui.who import current_user
 from ui.words import say
 
@@ -105,15 +105,15 @@ async def _add(layer, files) -> None:
             document = await library.add(layer, user, element.name, size, text)
             for copy in earlier:
                 await library.remove(layer, user, copy.id)
-            added.append(say("library.replaced_one" if earlier else "library.added_one", name=plain(document.name),
+            added.append(say("library.replaced_one" if earlier else "library.added_one", name=no_images(document.name),
                              size=_size_text(size), count=_passages(document.passages)))
         except (attachments.Refused, library.LibraryFull) as why:
-            problems.append(say("file.refused", name=plain(element.name), why=why))
+            problems.append(say("file.refused", name=no_images(element.name), why=why))
         except OSError as error:
-            problems.append(say("file.unreadable", name=plain(element.name),
+            problems.append(say("file.unreadable", name=no_images(element.name),
                                 error=error.strerror or type(error).__name__))
         except Exception as error:  # the database's own error: nothing of the file was kept
-            problems.append(say("library.db_failed", name=plain(element.name), error=type(error).__name__))
+            problems.append(say("library.db_failed", name=no_images(element.name), error=type(error).__name__))
     lines = [say("library.added", added=", ".join(added)) if added else ""]
     if problems:
         lines.append(say("library.not_added", problems=" ".join(problems), accepted=attachments.accepted()))
@@ -131,7 +131,7 @@ async def _remove(layer, which: str) -> None:
         await cl.ErrorMessage(content=say("library.no_such", which=which), author="system").send()
         return
     await library.remove(layer, user, chosen[0].id)
-    await cl.Message(content=say("library.removed", name=plain(chosen[0].name)), author="system").send()
+    await cl.Message(content=say("library.removed", name=no_images(chosen[0].name)), author="system").send()
 
 
 async def _list(layer) -> None:
@@ -187,14 +187,14 @@ async def remove_pressed(action: cl.Action) -> None:
         await cl.ErrorMessage(content=say("library.already_gone"), author="system").send()
     else:
         await library.remove(layer, current_user(), document_id)
-        removed = say("library.removed", name=plain(documents[document_id].name))
+        removed = say("library.removed", name=no_images(documents[document_id].name))
         await cl.Message(content=removed, author="system").send()
     await action.remove()
 
 
 def _cell(name: str) -> str:
-    """A name as one cell of a Markdown table, as written (its "|" would end the cell, an image be fetched)."""
-    return plain(name)
+    """A name as one cell of a Markdown table (its "|" would end the cell, an image in it be fetched)."""
+    return no_images(name.replace("\\", "\\\\").replace("|", "\\|"))
 
 
 def _named_by(name: str, documents: list[library.Document]) -> list[library.Document]:
@@ -263,7 +263,7 @@ async def with_passages(layer, asked: dict, on: bool, context: int | None, max_t
 
 
 def _documents(chosen: list[library.Document]) -> str:
-    return ", ".join(plain(d.name) for d in chosen)
+    return ", ".join(no_images(d.name) for d in chosen)
 
 
 def source_elements(found: Found) -> list[cl.Text]:

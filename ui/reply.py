@@ -22,7 +22,7 @@ from chainlit_patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, show_and_store, transient
-from ui import attachments, edits, library, sessions, text, versions
+from ui import attachments, context_fill, edits, library, sessions, text, versions
 from ui.who import current_user
 from ui.words import error_text, say
 
@@ -95,6 +95,8 @@ class Reply:
             attachments.keep(self.layer, sent)
         self.turns += [sent, {"role": "assistant", "content": answer}]
         stats = joined(self.before, stats)
+        if stats is not None:
+            self.chat.context_used = context_fill.used(stats)
         finish = "abort" if stats is None else stats.finish_reason
         self.message.metadata = {**self.message.metadata, "answer": answer, "finish": finish,
                                  "stats": None if stats is None else {**asdict(stats), "cut": []}}

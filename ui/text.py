@@ -7,6 +7,7 @@ import time
 import chainlit as cl
 
 from engine.reports import Progress, Stats, Status
+from ui import context_fill
 from ui.words import again, say, say_known
 
 STARTER_KEYS = ("kv", "python", "hello", "day")
@@ -57,6 +58,8 @@ def stats_line(stats: Stats) -> str:
         parts.append(say("cost.rate", rate=stats.decode_tokens_per_s))
     parts.append(say("cost.tokens", prompt=stats.prompt_tokens, reply=stats.generated_tokens))
     parts.append(say("cost.cached", cached=stats.cached_tokens))
+    if fill := context_fill.line(context_fill.used(stats), stats.max_model_len, stats.max_tokens):
+        parts.append(fill[0])  # what the chat takes now: the next question's room
     return "*`" + " · ".join(parts) + "`*"  # public/style.css makes this shape small and quiet
 
 

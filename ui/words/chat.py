@@ -70,6 +70,8 @@ TEXTS = {
     "cost.rate": ("{rate:.0f} tok/s", "{rate:.0f} tok/s"),
     "cost.tokens": ("{prompt} prompt + {reply} reply tokens", "提示 {prompt} + 回复 {reply} token"),
     "cost.cached": ("{cached} cached", "缓存命中 {cached}"),
+    "context.fill": ("context {used:,} / {context:,} tokens", "上下文 {used:,} / {context:,} token"),
+    "context.full": ("the next message will drop the oldest turns", "下一条消息将舍弃最早的几轮对话"),
     "message.empty": ("Your message is empty: type something to ask.", "消息是空的：请输入你想问的内容。"),
     "message.oversized": ("Your message was {mb:.1f} MB, more than the 1 MB one message can carry, so it was not "
                           "sent to the model. Its text is still shown above to copy from: send it in parts, or "

@@ -1,0 +1,34 @@
+"""How much of the running preset's context a chat already takes, in sight before the next message: a line by the
+message box (web/context_route.py, public/context-line.js) and the end of each reply's cost line.
+
+Counted with the model's own tokens at no cost: the last reply's prompt and reply tokens (its stats, also stored with
+a reopened chat's last reply) are what the chat takes now, so no tokenizer or engine call runs per keystroke. The
+room is the preset's context less what a reply may write (as engine/chat.py reserves it), read at each ask, so a
+preset switch shows at once; past 90% of it the next question will cut the oldest turns, and the line says so.
+"""
+
+from engine.reports import Stats
+from ui.words import say
+
+WARN_AT = 0.9  # of the room for the chat's turns: a question of ordinary length then cuts the oldest turns
+
+
+def used(stats: Stats | None) -> int:
+    """The tokens the chat takes after the reply that cost `stats` (0: not known yet)."""
+    return 0 if stats is None else stats.prompt_tokens + stats.generated_tokens
+
+
+def room(context: int | None, max_tokens: int) -> int | None:
+    """The tokens the chat's turns may take: the context less the reply's reserve (engine/chat.py's rule)."""
+    return None if not context else context - min(max_tokens, context // 2)
+
+
+def line(taken: int, context: int | None, max_tokens: int, lang: str | None = None) -> tuple[str, bool] | None:
+    """("context 1,234 / 4,096 tokens", whether the next question will cut earlier turns), or None before the
+    engine says its context."""
+    space = room(context, max_tokens)
+    if space is None:
+        return None
+    full = taken >= WARN_AT * space
+    said = say("context.fill", lang, used=taken, context=context)
+    return (f"{said} · {say('context.full', lang)}" if full else said), full
