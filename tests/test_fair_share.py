@@ -31,12 +31,11 @@ async def test_a_chat_is_not_stuck_behind_another_user_s_flood_of_api_requests(e
 
         flood = [asyncio.create_task(request()) for _ in range(4 * slots)]  # on loopback, without a key: user "api"
 
-        def flood_in_the_engine() -> bool:  # every admitted request of the flood has reached vLLM's scheduler
-            gauges = engine.status()
+        def flood_at_the_gate() -> bool:  # every request of the flood is admitted or waits for its user's share
             return engine.admission.held(API) >= 2 and \
-                gauges.requests_running + gauges.requests_waiting >= engine.admission.held(API)
+                engine.admission.held(API) + engine.admission.waiting().get(API, 0) + finished == 4 * slots
 
-        await until(flood_in_the_engine, 300, "the flood in the engine")
+        await until(flood_at_the_gate, 300, "the flood at the gate")
         unfinished_then = 4 * slots - finished
         first_token_after = None
         async for item in engine.stream(CHAT, Sampling(max_tokens=16, ignore_eos=True), user="bob"):
