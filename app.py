@@ -9,13 +9,13 @@ import asyncio
 
 import chainlit as cl
 
-from chainlit_patches import restore_engine_modules
+from chainlit_door.patches import restore_engine_modules
 
 restore_engine_modules()  # a `-w` reload must reuse the running engine's classes
-import wiring  # noqa: E402
+from boot import wiring  # noqa: E402
 from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
-from tasks import spawn  # noqa: E402
+from lifetime.tasks import spawn  # noqa: E402
 from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, my_defaults, oversized, sessions,  # noqa: E402
                 settings_first, sidebar, start_line, start_note, text, usage, versions)
 from ui.failures import reported  # noqa: E402

@@ -24,7 +24,7 @@ from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
 from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, prioritized, request_models
-from runtime import RUNTIME
+from lifetime.runtime import RUNTIME
 from web.asgi import read_body, replay
 from web.guard import from_this_machine
 from web.listen import chosen_port, is_loopback

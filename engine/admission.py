@@ -47,7 +47,7 @@ class Ticket:
 
 
 # Told of each request the admission releases, with what it used: where usage is counted (history/usage.py); set
-# once per process (wiring.py), None: nothing counts.
+# once per process (boot/wiring.py), None: nothing counts.
 usage_sink: Callable[[Ticket], None] | None = None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from engine import int8_weights, machine_cache, model_files
 from engine.forked_core import binding_engine_processes
 from engine.vllm_patches import engine_processes_apart, fork_engine_core, scan_around_unreadable_attributes
-from runtime import kept
+from lifetime.runtime import kept
 
 
 IMPORTS = kept("imports", threading.Lock)

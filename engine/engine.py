@@ -32,7 +32,7 @@ from engine.hosting import VllmHost
 from engine.single_flight import SingleFlight
 from engine.startup import classify_start_error, plan_start
 from engine.status import engine_status
-from runtime import RUNTIME
+from lifetime.runtime import RUNTIME
 
 log = logging.getLogger("engine")
 # Prompts are rendered and tokenized off the event loop (the whole chat, per message: a fifth of the chat

@@ -14,7 +14,7 @@ import sys
 import threading
 
 from engine import lifeline
-from runtime import RUNTIME, kept
+from lifetime.runtime import RUNTIME, kept
 
 
 @contextlib.contextmanager

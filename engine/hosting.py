@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from engine import build, hardware, vllm_patches
 from engine.chat import stop_token_ids
 from engine.output_tail import OutputTail
-from runtime import kept
+from lifetime.runtime import kept
 
 log = logging.getLogger("engine")
 ENGINE_OUTPUT = kept("engine_output", OutputTail)

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from tasks import spawn
+from lifetime.tasks import spawn
 
 KEY_PREFIX = "chat-"  # tells a user's key from the operator's CHAT_API_KEY and from text that is no key at all
 KEY_SHAPE = re.compile(r"chat-[A-Za-z0-9_-]{43}")  # the prefix and token_urlsafe(32)

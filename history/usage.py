@@ -1,7 +1,7 @@
 """Who used how many tokens: prompt, cached and reply tokens per user, day (UTC) and source (chat or API), kept in
 the history's database (the `chat_usage` table, history/schema.py) and read for the Usage command (ui/usage.py).
 
-Counted where the engine's admission releases a request (engine/admission.py's `usage_sink`, set by wiring.py), so
+Counted where the engine's admission releases a request (engine/admission.py's `usage_sink`, set by boot/wiring.py), so
 chats and API requests, finished or stopped, count the same way. Nothing is written on a request's path: counts
 gather in memory and are added to the table once a second in one transaction (`FLUSH_S`), as increments, so any
 number of app processes on one database add up; a process killed outright loses at most its last second, and
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from engine.admission import API, CHAT, WARMUP
-from tasks import spawn
+from lifetime.tasks import spawn
 
 log = logging.getLogger("history")
 FLUSH_S = 1.0

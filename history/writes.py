@@ -12,7 +12,7 @@ import weakref
 from dataclasses import dataclass
 
 from history.schema import reason
-from tasks import spawn
+from lifetime.tasks import spawn
 
 SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
 CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"

@@ -16,7 +16,7 @@ import types
 import socketio
 from chainlit.context import init_http_context
 
-import chainlit_patches
+from chainlit_door import patches as chainlit_patches
 
 
 def test_the_patches_are_written_for_the_chainlit_installed():

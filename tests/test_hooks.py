@@ -14,7 +14,7 @@ from engine.errors import ContextTooLongError, ReplyFillsContextError
 import harness.fake_engine
 from engine.reports import Stats
 from history import writes
-from runtime import RUNTIME
+from lifetime.runtime import RUNTIME
 from ui import broadcast
 
 # No database here (the history is tested on the real server, test_history.py); set for this import only, as

@@ -6,7 +6,9 @@
   ground floor, also for a user of the engine without the chat.
 - app.py, wiring.py, ui/, web/ and history/ never import vLLM: the engine (and api/, which serves vLLM's own app)
   does that, on its own schedule.
-- Background tasks outside engine/ start through `tasks.spawn`, which keeps them until they end.
+- lifetime/ (what outlives `-w` reloads, background tasks) imports nothing of the project; no package imports a
+  top-level module.
+- Background tasks outside engine/ start through `lifetime.tasks.spawn`, which keeps them until they end.
 - Chainlit's internals (its session registry, socket handlers, server module) are reached through
   chainlit_patches.py only, where tests/test_chainlit_patches.py checks each against the Chainlit installed;
   web/ (routes and middleware) and history/layer.py (the data layer it extends) are the other two doors.
@@ -18,10 +20,10 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("engine", "ui", "web", "api", "history")
-TOP_MODULES = ("app", "wiring", "tasks", "runtime", "chainlit_patches")
-ABOVE_THE_ENGINE = {"chainlit", "ui", "web", "api", "history", "app", "wiring", "chainlit_patches"}
-WITHOUT_VLLM = ("app", "wiring", "chainlit_patches", "tasks", "runtime", "ui", "web", "history")
+PACKAGES = ("engine", "ui", "web", "api", "history", "lifetime", "chainlit_door", "boot")
+TOP_MODULES = ("app",)
+ABOVE_THE_ENGINE = {"chainlit", "ui", "web", "api", "history", "app", "boot", "chainlit_door"}
+WITHOUT_VLLM = ("app", "boot", "chainlit_door", "lifetime", "ui", "web", "history")
 
 
 def project_files() -> dict[str, Path]:
@@ -75,7 +77,7 @@ def cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_project_has_no_import_circles():
     graph = import_graph()
-    assert {"app", "wiring", "ui.chat_state", "web.guard", "api.gate", "history.layer"} <= graph.keys()
+    assert {"app", "boot.wiring", "ui.chat_state", "web.guard", "api.gate", "history.layer"} <= graph.keys()
     found = cycle(graph)
     assert found is None, "an import circle: " + " -> ".join(found or [])
 
@@ -90,6 +92,17 @@ def test_the_engine_imports_nothing_above_it():
         if name.split(".")[0] == "engine":
             above = {module for module in imported(path) if module.split(".")[0] in ABOVE_THE_ENGINE}
             assert not above, f"{path.relative_to(ROOT)} imports {sorted(above)}"
+
+
+def test_the_process_holders_import_nothing_of_the_project_and_no_top_level_module_is_below_a_package():
+    files = project_files()
+    for name, path in files.items():
+        project = {module for module in imported(path) if module in files and module.split(".")[0] != "lifetime"}
+        if name.split(".")[0] == "lifetime":
+            assert not project, f"{path.relative_to(ROOT)} imports {sorted(project)}: lifetime/ is below every package"
+        elif "." in name or name in PACKAGES:
+            top = {module for module in project if module in TOP_MODULES}
+            assert not top, f"{path.relative_to(ROOT)} imports top-level {sorted(top)}: the top is for app.py alone"
 
 
 def test_only_the_engine_and_the_api_import_vllm():
@@ -115,12 +128,12 @@ def test_vllms_behaviour_is_changed_in_vllm_patches_only():
 CHAINLIT_INTERNALS = ("chainlit.session", "chainlit.socket", "chainlit.server", "chainlit.user_session",
                       "chainlit.context.init_ws_context", "chainlit.context.init_http_context",
                       "chainlit.chat_context", "chainlit.emitter")
-INTERNALS_DOORS = ("chainlit_patches", "web.", "history.layer")
+INTERNALS_DOORS = ("chainlit_door.", "web.", "history.layer")
 
 
 def test_chainlits_internals_are_reached_through_their_doors_only():
     for name, path in project_files().items():
-        if name.startswith(INTERNALS_DOORS) or name == "chainlit_patches":
+        if name.startswith(INTERNALS_DOORS):
             continue
         inside = sorted(module for module in imported(path) if module.startswith(CHAINLIT_INTERNALS))
         assert not inside, f"{path.relative_to(ROOT)} reaches into Chainlit ({inside}): use chainlit_patches.py"
@@ -146,7 +159,7 @@ def test_a_chats_state_is_kept_in_its_chat_object_not_in_chainlits_user_session(
 def test_background_tasks_go_through_spawn_which_keeps_them_until_they_end():
     """The loop keeps only weak references to tasks: one started with a bare create_task may vanish mid-way."""
     for name, path in project_files().items():
-        if name.split(".")[0] in ("engine", "tasks"):
+        if name.split(".")[0] == "engine" or name == "lifetime.tasks":
             continue
         bare = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute) and node.func.attr in ("create_task", "ensure_future")]

@@ -25,10 +25,10 @@ from pathlib import Path
 import chainlit as cl
 from chainlit.config import config
 
-import chainlit_patches
+from chainlit_door import patches as chainlit_patches
 from history import tables
 from history.layer import valid_text
-from tasks import spawn
+from lifetime.tasks import spawn
 from ui import pdf_reader
 from ui.words import say
 

@@ -2,8 +2,8 @@
 
 import chainlit as cl
 
-from chainlit_patches import enter, live_sessions
-from tasks import spawn
+from chainlit_door.patches import enter, live_sessions
+from lifetime.tasks import spawn
 from ui.words import say
 
 

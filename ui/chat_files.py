@@ -20,7 +20,7 @@ import chainlit as cl
 from chainlit.config import config
 
 from engine.settings import CHAT_SAMPLING
-from chainlit_patches import write_now
+from chainlit_door.patches import write_now
 from history import exchange
 from history.writes import transient
 from ui import chat_state, file_ask, sidebar, text

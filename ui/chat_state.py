@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import chainlit as cl
 
-from chainlit_patches import resume
+from chainlit_door.patches import resume
 from history.turns import turns_from
-from tasks import spawn
+from lifetime.tasks import spawn
 from ui import attachments, context_fill, my_defaults, reply, sessions, sidebar, start_note, versions
 from ui.words import say
 

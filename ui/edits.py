@@ -4,14 +4,14 @@ refused, the engine fails, a message over the socket's 1 MB) leaves the question
 chat as they were: the page had already dropped those turns, so they are shown again.
 
 Chainlit's own edit handler removes every later message from the page and the history, and stores the new text,
-before the app sees the edit; this one replaces it (`chainlit_patches.wrap_socket_handler`) and leaves those
+before the app sees the edit; this one replaces it (`chainlit_door.patches.wrap_socket_handler`) and leaves those
 changes to `take`, which ui/reply.py calls when the engine takes the request.
 """
 
 from dataclasses import dataclass
 
 import chainlit as cl
-from chainlit_patches import enter, rerun_message, session_of_socket, shown_messages, wrap_socket_handler
+from chainlit_door.patches import enter, rerun_message, session_of_socket, shown_messages, wrap_socket_handler
 
 from history.writes import show_and_store
 from ui import oversized

@@ -1,13 +1,13 @@
 """A connection that drops and comes back with its session (Chainlit restores it) gets the chat's latest reply
 again, as it stands or finished: what was streamed while it was away never reached it.
 
-Connections are also kept through long quiet spells (chainlit_patches.tolerate_quiet_servers), so this is for
+Connections are also kept through long quiet spells (chainlit_door.patches.tolerate_quiet_servers), so this is for
 the drops that happen anyway: a network blip, a proxy's idle reset.
 """
 
 from chainlit.context import context
 
-from chainlit_patches import enter, session_of_socket, wrap_socket_handler
+from chainlit_door.patches import enter, session_of_socket, wrap_socket_handler
 from ui import chat_state
 
 

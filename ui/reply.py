@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import chainlit as cl
 
-from chainlit_patches import STOP_NOTICE
+from chainlit_door.patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, show_and_store, transient

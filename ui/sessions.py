@@ -21,9 +21,9 @@ import uuid
 from chainlit.config import config
 from chainlit.context import context
 
-from chainlit_patches import enter, live_sessions, resume, session_of_socket, wrap_socket_handler
+from chainlit_door.patches import enter, live_sessions, resume, session_of_socket, wrap_socket_handler
 from history import tables
-from tasks import spawn
+from lifetime.tasks import spawn
 from ui.words import say
 
 _REMEMBERED = "ernie_chat_remembered_thread"  # on Chainlit's session object: the thread id already written

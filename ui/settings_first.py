@@ -11,7 +11,7 @@ A preset switch is such a change too: a message sent during it waits for the eng
 import asyncio
 import weakref
 
-from chainlit_patches import bound_settings_changes, session_of_socket, wrap_socket_handler
+from chainlit_door.patches import bound_settings_changes, session_of_socket, wrap_socket_handler
 
 _UNDER_WAY: "weakref.WeakKeyDictionary[object, asyncio.Event]" = weakref.WeakKeyDictionary()  # set: none
 

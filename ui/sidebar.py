@@ -10,7 +10,7 @@ or imported chat's values are each checked on their own, so one bad value never 
 from dataclasses import dataclass, replace
 
 from chainlit.input_widget import Select, Slider, Switch, TextInput
-from chainlit_patches import OVERSIZED
+from chainlit_door.patches import OVERSIZED
 from pydantic import ValidationError
 
 from engine import hardware, presets, sizing

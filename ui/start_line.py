@@ -7,7 +7,7 @@ The progress is the process's, kept across `-w` reloads (runtime.py), as the eng
 """
 
 from engine.reports import Progress
-from runtime import RUNTIME
+from lifetime.runtime import RUNTIME
 from ui import text
 from ui.words import say
 

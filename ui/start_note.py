@@ -12,7 +12,7 @@ import asyncio
 import chainlit as cl
 
 from engine.errors import ChatError
-from tasks import spawn
+from lifetime.tasks import spawn
 from ui import start_line, text
 from ui.words import error_text, say
 

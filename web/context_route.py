@@ -3,7 +3,7 @@ box (public/context-line.js; ui/context_fill.py counts it). The chat is the one 
 only for the user signed in on that request; {"line": null} before the chat has a reply or the engine a context.
 """
 
-from chainlit_patches import session_of_id
+from chainlit_door.patches import session_of_id
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute

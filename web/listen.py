@@ -8,7 +8,7 @@ import os
 import socket
 import sys
 
-from runtime import RUNTIME
+from lifetime.runtime import RUNTIME
 
 
 def chosen_port() -> tuple[str, int]:

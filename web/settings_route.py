@@ -4,7 +4,7 @@ request (Chainlit's `get_current_user`, checked each time by web/users.py): anot
 nothing. A `-w` reload replaces the route rather than adding a second one.
 """
 
-from chainlit_patches import enter, session_of_id
+from chainlit_door.patches import enter, session_of_id
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute

@@ -11,7 +11,7 @@ any message id, refuse a message of another user's chat.
 
 import json
 
-from chainlit_patches import check_users_each_time
+from chainlit_door.patches import check_users_each_time
 
 from history import tables
 from web.signin import LOCAL_USER, RESERVED_NAMES

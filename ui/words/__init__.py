@@ -35,7 +35,7 @@ _on_processor = [False]
 
 
 def on_processor(cpu: bool) -> None:
-    """Whether the engine runs on the processor (wiring.py says so at start): its Chinese then calls the memory
+    """Whether the engine runs on the processor (boot/wiring.py says so at start): its Chinese then calls the memory
     内存, never a GPU's 显存 (English says "memory" for both)."""
     _on_processor[0] = cpu
 

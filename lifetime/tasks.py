@@ -7,7 +7,7 @@ Every task the app starts and does not wait for goes through `spawn`, which hold
 import asyncio
 from collections.abc import Awaitable
 
-from runtime import kept
+from lifetime.runtime import kept
 
 RUNNING: set[asyncio.Future] = kept("tasks", set)  # every spawned task not yet done, also across `-w` reloads
 

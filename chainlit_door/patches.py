@@ -63,7 +63,7 @@ import sys
 import time
 import types
 
-from runtime import kept
+from lifetime.runtime import kept
 
 CHAINLIT_VERSION = "2.12.0"  # the version these patches were written against (and tested on)
 PING_TIMEOUT_S = 120  # a server quiet for this long (less the 25 s ping interval) still keeps its chats
@@ -213,7 +213,7 @@ async def write_now(write):
     message; returns what it returns."""
     from chainlit.context import init_http_context
 
-    from tasks import spawn
+    from lifetime.tasks import spawn
 
     async def outside():
         init_http_context()  # in this task only: its context is a copy

@@ -1,6 +1,6 @@
 """Everything app.py needs set up before its hooks run, in the order it must happen, in one call.
 
-Chainlit is patched first (chainlit_patches.py), the port checked before anything slow, then the shared engine
+Chainlit is patched first (chainlit_door.patches.py), the port checked before anything slow, then the shared engine
 is made and served at /v1 (api/, api/route.py), the uploads get this process's own folder, the history's
 database and data layer are installed (history/), and the sign-in and the guard are chosen by where the server
 listens (web/). A `-w` reload runs this again: each step either replaces what the last load put in place or
@@ -9,7 +9,7 @@ finds it already there.
 
 import sys
 
-import chainlit_patches
+from chainlit_door import patches as chainlit_patches
 from engine import admission
 from engine.errors import SettingsError
 from engine.hardware import runs_on_processor

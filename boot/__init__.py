@@ -1,0 +1,1 @@
+"""What app.py runs once before its hooks: everything set up in order (wiring.py)."""
