@@ -2,7 +2,7 @@
 reaches the chats through one and two app processes in remote mode, with and without the server's knobs.
 
     python -m bench.remote --target cpu      # the tiny model on this CPU: the per-token path under load
-    python -m bench.remote --target gpu      # the 4gb preset's engine on a GPU (bash bench/gpu.sh remote)
+    python -m bench.remote --target gpu      # the 4gb preset's engine on a GPU (bash bench/gpu/run.sh remote)
     python -m bench.profile_app --model M --engine-url URL   # where an app process's time goes, by py-spy
 
 Every row starts its own `vllm serve` with the same engine arguments (the preset's, as the app's engine would

@@ -1,6 +1,6 @@
 """The two lock files as data: what each pins, which one a Python runs on, and the differences the project allows
 between them (requirements/lock-differences.txt). Read by tests/test_locks.py and by the GPU machine's bundle
-(bench/gpu-bundle-lock.sh prints its versions beside the lock's with `python -m harness.locks compare`)."""
+(bench/gpu/bundle-lock.sh prints its versions beside the lock's with `python -m harness.locks compare`)."""
 
 import importlib.metadata
 import re

@@ -2,7 +2,7 @@
 session of its own; the GPU memory the status reports; vLLM's sleep mode when the idle timer asks; a Stop; a
 switch and a shutdown that give the memory back. The CPU suite runs the same states with a forked core.
 
-Runs where `CHAT_TEST_DEVICE=cuda` and a CUDA GPU is there (`bash bench/gpu-034.sh start tests34` on the H200);
+Runs where `CHAT_TEST_DEVICE=cuda` and a CUDA GPU is there (`bash bench/gpu/run-034.sh start tests34` on the H200);
 skipped elsewhere.
 """
 

@@ -6,12 +6,12 @@
 # NVIDIA's CuTe DSL, 88 MB that FlashInfer imports only where it is installed and its sampler never uses).
 # Without them `chainlit run app.py` exits at import there ("No module named 'sqlalchemy'"), so every app-path
 # configuration fails.
-#   bash bench/gpu-wheels.sh      # here (PyPI needed): writes .gpuP/ (~30 MiB), wheels for Python 3.12
+#   bash bench/gpu/wheels.sh      # here (PyPI needed): writes .gpuP/ (~30 MiB), wheels for Python 3.12
 # There, in a call of its own (with .gpuB the carry limit would be passed):
 #   carry [".gpuP"]: mkdir -p /tmp/stash/wheels && cp .gpuP/*.whl /tmp/stash/wheels/
-# `bash bench/gpu.sh start|app` installs them into /tmp/site when they are there.
+# `bash bench/gpu/run.sh start|app` installs them into /tmp/site when they are there.
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 mkdir -p .gpuP
 grep -qx "/.gpuP/" .git/info/exclude 2>/dev/null || echo "/.gpuP/" >> .git/info/exclude
 platforms=()

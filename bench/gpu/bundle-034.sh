@@ -6,8 +6,8 @@
 # symbol: ncclCommResume"), and the image's torchvision 0.26 breaks torch 2.14's import in transformers
 # ("operator torchvision::nms does not exist"). All of it travels as files, in parts a call can carry.
 #
-#   bash bench/gpu-bundle-034.sh              # from the project root, PyPI needed; minutes (xz of vLLM)
-#   bash bench/gpu-bundle-034.sh --flashinfer # also the optional parts: FlashInfer and NVIDIA's CuTe DSL
+#   bash bench/gpu/bundle-034.sh              # from the project root, PyPI needed; minutes (xz of vLLM)
+#   bash bench/gpu/bundle-034.sh --flashinfer # also the optional parts: FlashInfer and NVIDIA's CuTe DSL
 #
 # What it downloads, for CPython 3.12 on manylinux x86_64 (what the image lacks, nothing it has):
 # - torch 2.14.0, triton 3.8.0, nvidia-nccl-cu13 2.30.7 (what torch 2.14 links), torchvision 0.29.0;
@@ -29,11 +29,11 @@
 # and one part within its 64 MiB; all listed in .git/info/exclude, never committed):
 #   .gpuV1/ ... .gpuV<n>/   v034.core.a?  (and v034.extra.a? with --flashinfer), .gpuV1 also v034.manifest
 # On the machine: `mkdir -p /tmp/stash && cp .gpuV<k>/* /tmp/stash/` in one call per folder, then, in the call
-# that carries .gpuB (after `source .gpuB/device-setup.sh`): `source bench/gpu-setup-034.sh`.
+# that carries .gpuB (after `source .gpuB/device-setup.sh`): `source bench/gpu/setup-034.sh`.
 # Dec 4: 20 parts (1.1 GB: torch 529 MiB, triton 236, NCCL 206, vLLM slimmed and xz'd), 5 more with --flashinfer;
 # about 5 s a call on a warm machine; the install there took about 1.5 minutes (bench/results/currentvllm-gpu-20261204).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$(pwd)
 extra=false
 [ "${1:-}" = --flashinfer ] && extra=true
@@ -69,7 +69,7 @@ old = """    if current_platform.is_cuda():
 new = """    if current_platform.is_cuda() and __import__("importlib.util").util.find_spec("cutlass"):
         # The MSA kernels, and the CuTe DSL their modules import, are CUDA-only."""
 if text.count(old) != 1:
-    sys.exit("gpu-bundle-034: the MiniMax-M3 warm-up import is not where it was in vLLM 0.34.0")
+    sys.exit("bundle-034: the MiniMax-M3 warm-up import is not where it was in vLLM 0.34.0")
 path.write_text(text.replace(old, new))
 PATCH
 tar cf - vllm vllm-0.34.0.dist-info | xz -T2 -6 > "$work/core/vllm-0.34.0-slim.tar.xz"
@@ -106,4 +106,4 @@ mv "$work/parts/v034.manifest" .gpuV1/
 grep -qxF '/.gpuV*/' .git/info/exclude 2> /dev/null || echo '/.gpuV*/' >> .git/info/exclude
 ls "$work/core/wheels" "$work/extra/wheels" 2> /dev/null || true
 du -sh "$work/core" "$work/extra" 2> /dev/null || true
-echo "gpu-bundle-034: $k parts (.gpuV1 ... .gpuV$k), one call each"
+echo "bundle-034: $k parts (.gpuV1 ... .gpuV$k), one call each"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The GPU lock's own run on the GPU test machine (H100 or H200), detached so that it outlives a time-limited remote command. Needs the lock
-# installed there (bench/gpu-bundle-lock.sh here, then `source bench/gpu-setup-lock.sh` there).
-#   bash bench/gpu-lock.sh start        # starts the steps below in the background
-#   bash bench/gpu-lock.sh start server fair  # only these steps (and versions, always), e.g. again after a fix
-#   bash bench/gpu-lock.sh collect 540  # waits up to 540 s, prints the progress, packs $OUT/results-lock.tgz
+# installed there (bench/gpu/bundle-lock.sh here, then `source bench/gpu/setup-lock.sh` there).
+#   bash bench/gpu/run-lock.sh start        # starts the steps below in the background
+#   bash bench/gpu/run-lock.sh start server fair  # only these steps (and versions, always), e.g. again after a fix
+#   bash bench/gpu/run-lock.sh collect 540  # waits up to 540 s, prints the progress, packs $OUT/results-lock.tgz
 # Steps, in this order, each logged in /tmp/bench-lock/<step>.log:
 #   versions  every package the lock pins, its version there beside the lock's (`python -m harness.locks compare`)
 #   cache     what setup.sh runs after installing: `python -m engine.machine_cache` (FlashInfer's sampling kernels)
@@ -17,11 +17,11 @@
 #             A floods the API while user B chats, before and after the shares), its JSON and plot in /tmp/bench-lock
 set -u
 results=/tmp/bench-lock
-running() { pgrep -f "gpu-lock.sh steps" > /dev/null; }
+running() { pgrep -f "gpu/run-lock.sh steps" > /dev/null; }
 case "${1:-}" in
   start)
     mkdir -p $results
-    setsid nohup bash bench/gpu-lock.sh steps "${@:2}" > $results/steps.out 2>&1 < /dev/null &
+    setsid nohup bash bench/gpu/run-lock.sh steps "${@:2}" > $results/steps.out 2>&1 < /dev/null &
     echo "started $!" ;;
   steps)
     mkdir -p $results

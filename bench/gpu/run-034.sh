@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # vLLM 0.34.0 beside 0.26.0 on one H200 machine, detached from the shell so that it outlives a time-limited
 # remote command. Needs both installs there: `source .gpuB/device-setup.sh` (0.26 into /tmp/site) and
-# `source bench/gpu-setup-034.sh` (0.34 into /tmp/site034; bench/gpu-bundle-034.sh says how the parts get there).
-#   bash bench/gpu-034.sh start [STEPS]   # starts the steps below in the background (default: all, in this order)
-#   bash bench/gpu-034.sh collect 540     # waits up to 540 s, prints the progress, packs $OUT/results-034.tgz
+# `source bench/gpu/setup-034.sh` (0.34 into /tmp/site034; bench/gpu/bundle-034.sh says how the parts get there).
+#   bash bench/gpu/run-034.sh start [STEPS]   # starts the steps below in the background (default: all, in this order)
+#   bash bench/gpu/run-034.sh collect 540     # waits up to 540 s, prints the progress, packs $OUT/results-034.tgz
 # Steps (each configuration in a process of its own; both versions without FlashInfer, whose kernels are not
 # built here, so both sample with vLLM's own sampler, as the app does until engine/machine_cache built them):
 #   layer34   `bench.peers --target gpu --sharpen 6 --only "this app: engine layer"` on 0.34: does a 0.34 engine
@@ -29,14 +29,14 @@ set -u
 results=/tmp/bench-034
 model=models/ernie-0.3b-random
 all="layer34 layer26 chat34 chat26 startup34 idle34"
-running() { pgrep -f "gpu-034.sh steps" > /dev/null; }
+running() { pgrep -f "gpu/run-034.sh steps" > /dev/null; }
 case "${1:-}" in
   start)
     mkdir -p $results
-    setsid nohup bash bench/gpu-034.sh steps "${2:-$all}" > $results/steps.out 2>&1 < /dev/null &
+    setsid nohup bash bench/gpu/run-034.sh steps "${2:-$all}" > $results/steps.out 2>&1 < /dev/null &
     echo "started $!" ;;
   steps)
-    V034_ENV_ONLY=1 source bench/gpu-setup-034.sh  # defines use_vllm_034 / use_vllm_026, installs nothing
+    V034_ENV_ONLY=1 source bench/gpu/setup-034.sh  # defines use_vllm_034 / use_vllm_026, installs nothing
     # the app's wheels (.gpuP) for 0.26 too, less FlashInfer: both versions sample with vLLM's own sampler
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
       $(ls /tmp/stash/wheels/*.whl | grep -v -E '/(flashinfer_python|cuda_tile|nvidia_cudnn_frontend)-') \

@@ -1,8 +1,8 @@
 # vLLM 0.34.0 on the H200 test machine, beside the 0.26 bundle: sourced there, in the call that carries .gpuB,
 # after `source .gpuB/device-setup.sh` (which put vLLM 0.26 into /tmp/site):
-#   source .gpuB/device-setup.sh || exit 3; source bench/gpu-setup-034.sh || exit 4
-# Before it, every part of bench/gpu-bundle-034.sh (.gpuV1 ... .gpuV<n>) was copied to /tmp/stash, one call each,
-# and the app's own wheels (bench/gpu-wheels.sh, .gpuP) to /tmp/stash/wheels.
+#   source .gpuB/device-setup.sh || exit 3; source bench/gpu/setup-034.sh || exit 4
+# Before it, every part of bench/gpu/bundle-034.sh (.gpuV1 ... .gpuV<n>) was copied to /tmp/stash, one call each,
+# and the app's own wheels (bench/gpu/wheels.sh, .gpuP) to /tmp/stash/wheels.
 #
 # It joins the parts, installs torch 2.14.0, triton 3.8.0, NCCL 2.30.7, torchvision 0.29.0, the slimmed vLLM 0.34.0
 # and the Python packages it needs into /tmp/site034 (the 0.26 bundle's dependency wheels from .gpuB/deps and the
@@ -28,15 +28,15 @@ v034_name() {  # the distribution name of a wheel file, normalised
 v034_install() {
   local manifest=$V034_STASH/v034.manifest part missing=0
   if [ ! -f "$manifest" ]; then
-    echo "gpu-setup-034: $manifest is missing: copy .gpuV1 ... .gpuV<n> to $V034_STASH on this machine first" >&2
+    echo "setup-034: $manifest is missing: copy .gpuV1 ... .gpuV<n> to $V034_STASH on this machine first" >&2
     return 3
   fi
   for part in $(awk '{print $2}' "$manifest" | grep '^v034\.core\.'); do
-    [ -f "$V034_STASH/$part" ] || { echo "gpu-setup-034: $part is missing from $V034_STASH" >&2; missing=1; }
+    [ -f "$V034_STASH/$part" ] || { echo "setup-034: $part is missing from $V034_STASH" >&2; missing=1; }
   done
   [ $missing = 0 ] || return 3
   (cd "$V034_STASH" && grep ' v034\.core\.' v034.manifest | sha256sum -c --quiet) || {
-    echo "gpu-setup-034: a part differs from the manifest" >&2; return 3; }
+    echo "setup-034: a part differs from the manifest" >&2; return 3; }
   local extras=true
   for part in $(awk '{print $2}' "$manifest" | grep '^v034\.extra\.'); do
     [ -f "$V034_STASH/$part" ] || extras=false
@@ -68,7 +68,7 @@ v034_install() {
   # Bytecode now, as a user's install has it (scripts/setup.sh: `uv pip sync --compile-bytecode`): without it every
   # start compiled torch's and vLLM's sources again, half of a start's samples (bench/results/currentvllm-gpu-20261204-run2)
   python3 -m compileall -q -j 16 "$V034_SITE" /tmp/site-ui > /dev/null 2>&1
-  echo "gpu-setup-034: installed ${#wheels[@]} wheels and vLLM 0.34.0 into $V034_SITE (FlashInfer: $extras)"
+  echo "setup-034: installed ${#wheels[@]} wheels and vLLM 0.34.0 into $V034_SITE (FlashInfer: $extras)"
 }
 
 use_vllm_034() {
@@ -80,7 +80,7 @@ use_vllm_034() {
   # set it (engine/build.py's GPU_ENGINE_ENV, with setdefault) gets 1 here, which 0.34 only warns about.
   if grep -q '"VLLM_USE_V2_MODEL_RUNNER": "0"' engine/build.py 2> /dev/null; then
     export VLLM_USE_V2_MODEL_RUNNER=1
-    echo "gpu-setup-034: engine/build.py still sets VLLM_USE_V2_MODEL_RUNNER=0: set to 1 for vLLM 0.34" >&2
+    echo "setup-034: engine/build.py still sets VLLM_USE_V2_MODEL_RUNNER=0: set to 1 for vLLM 0.34" >&2
   else
     unset VLLM_USE_V2_MODEL_RUNNER
   fi
@@ -108,7 +108,7 @@ async def main(model):
     from vllm import AsyncEngineArgs, SamplingParams
     from vllm.v1.engine.async_llm import AsyncLLM
 
-    print(f"gpu-setup-034: vllm {vllm.__version__} torch {torch.__version__} (CUDA {torch.version.cuda}, NCCL "
+    print(f"setup-034: vllm {vllm.__version__} torch {torch.__version__} (CUDA {torch.version.cuda}, NCCL "
           f"{'.'.join(map(str, torch.cuda.nccl.version()))}); imports {time.perf_counter() - began:.1f} s", flush=True)
     began = time.perf_counter()
     llm = AsyncLLM.from_engine_args(AsyncEngineArgs(
@@ -119,9 +119,9 @@ async def main(model):
     params = SamplingParams(max_tokens=10, ignore_eos=True, temperature=0.8, top_p=0.8)
     async for out in llm.generate("Hello", params, "gpu-setup-034"):
         text, tokens = out.outputs[0].text, len(out.outputs[0].token_ids)
-    print(f"gpu-setup-034: AsyncLLM ready in {ready:.1f} s, {tokens} tokens: {text!r}", flush=True)
+    print(f"setup-034: AsyncLLM ready in {ready:.1f} s, {tokens} tokens: {text!r}", flush=True)
     llm.shutdown()
-    print(f"gpu-setup-034: on {torch.cuda.get_device_name(0)}", flush=True)  # CUDA in this process only now
+    print(f"setup-034: on {torch.cuda.get_device_name(0)}", flush=True)  # CUDA in this process only now
     return tokens == 10
 
 
@@ -139,7 +139,7 @@ elif [ ! -d "$V034_SITE/vllm" ]; then
   [ -f models/ernie-0.3b-random/model.safetensors ] \
     || python3 scripts/make_tiny_model.py models/ernie-0.3b-random --full-size > /tmp/model.log 2>&1 \
     || { tail -20 /tmp/model.log; return 4 2> /dev/null || exit 4; }
-  v034_check models/ernie-0.3b-random || { echo "gpu-setup-034: the 0.34 check failed" >&2; return 4 2> /dev/null || exit 4; }
+  v034_check models/ernie-0.3b-random || { echo "setup-034: the 0.34 check failed" >&2; return 4 2> /dev/null || exit 4; }
 else
   use_vllm_034
 fi

@@ -1,34 +1,34 @@
 #!/usr/bin/env bash
 # The GPU benchmarks, detached from the shell so that they outlive a time-limited remote command:
-#   bash bench/gpu.sh start     # writes the ERNIE-0.3B-shaped model, starts `bench.run` in the background
-#   bash bench/gpu.sh cards     # the same for `bench.cards` (small cards simulated on this GPU)
-#   bash bench/gpu.sh app [TREE] # the same for `bench/app_path.sh` (app path beside the engine layer, profiles)
-#   bash bench/gpu.sh peers     # builds llama.cpp with CUDA (sources carried to /tmp/stash/llama-src.tar.gz),
+#   bash bench/gpu/run.sh start     # writes the ERNIE-0.3B-shaped model, starts `bench.run` in the background
+#   bash bench/gpu/run.sh cards     # the same for `bench.cards` (small cards simulated on this GPU)
+#   bash bench/gpu/run.sh app [TREE] # the same for `bench/gpu/app-path.sh` (app path beside the engine layer, profiles)
+#   bash bench/gpu/run.sh peers     # builds llama.cpp with CUDA (sources carried to /tmp/stash/llama-src.tar.gz),
 #                               # then `bench.peers --target gpu`
-#   bash bench/gpu.sh startup   # `bench.startup`: the app's start as a timeline, twice (a fresh machine's first is cold),
+#   bash bench/gpu/run.sh startup   # `bench.startup`: the app's start as a timeline, twice (a fresh machine's first is cold),
 #                               # with py-spy on the server and its engine processes
-#   bash bench/gpu.sh remote    # `bench.remote --target gpu`: vllm serve alone and through 1 and 2 app processes
-#   bash bench/gpu.sh idle      # `bench.idle` (4gb and 8gb asleep and awake, 20 cycles, memory taken meanwhile),
+#   bash bench/gpu/run.sh remote    # `bench.remote --target gpu`: vllm serve alone and through 1 and 2 app processes
+#   bash bench/gpu/run.sh idle      # `bench.idle` (4gb and 8gb asleep and awake, 20 cycles, memory taken meanwhile),
 #                               # then `bench.orphans` (the app ended during its GPU engine's build)
-#   bash bench/gpu.sh alone     # as a user's install has it (FlashInfer, bytecode, setup.sh's `engine.machine_cache`):
+#   bash bench/gpu/run.sh alone     # as a user's install has it (FlashInfer, bytecode, setup.sh's `engine.machine_cache`):
 #                               # `bench.startup` on the fresh machine and warm, the peers with llama.cpp (on
 #                               # weights sharpened as a trained model's); Dec 3's run then took `bench.step_time`,
 #                               # which runs from a checkout of commit 75a5bb3 (docs/benchmarks.md)
-#   bash bench/gpu.sh fresh     # as `alone` installs, on a fresh machine: setup.sh's `engine.machine_cache`, then
+#   bash bench/gpu/run.sh fresh     # as `alone` installs, on a fresh machine: setup.sh's `engine.machine_cache`, then
 #                               # `bench.startup` twice (the first start, a second), in the foreground
-#   bash bench/gpu.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
-#   bash bench/gpu.sh collect 540 # the same, the results packed into one $OUT/results.tgz
-# The app path needs the wheels of bench/gpu-wheels.sh there too.
+#   bash bench/gpu/run.sh wait 540  # waits up to 540 s, then copies the results to $OUT (default bench/results)
+#   bash bench/gpu/run.sh collect 540 # the same, the results packed into one $OUT/results.tgz
+# The app path needs the wheels of bench/gpu/wheels.sh there too.
 set -u
 results=/tmp/bench-results
 model=models/ernie-0.3b-random
-running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote|idle|orphans)|bench/app_path.sh|llama_cpp.sh|gpu-alone" > /dev/null; }
-install_wheels() {  # the app's packages the bundles lack (bench/gpu-wheels.sh), when carried to /tmp/stash/wheels
+running() { pgrep -f "bench.(run --target gpu|cards --model|peers|startup|remote|idle|orphans)|bench/gpu/app-path.sh|llama_cpp.sh|gpu-alone" > /dev/null; }
+install_wheels() {  # the app's packages the bundles lack (bench/gpu/wheels.sh), when carried to /tmp/stash/wheels
   ls /tmp/stash/wheels/*.whl > /dev/null 2>&1 || return 0
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     /tmp/stash/wheels/*.whl
 }
-use_flashinfer() {  # device-setup.sh turns FlashInfer's sampler off; a user's install has it (bench/gpu-wheels.sh)
+use_flashinfer() {  # device-setup.sh turns FlashInfer's sampler off; a user's install has it (bench/gpu/wheels.sh)
   if python3 -c "from vllm.v1.attention.backends.flashinfer import FlashInferBackend" 2> /tmp/flashinfer.log; then
     unset VLLM_USE_FLASHINFER_SAMPLER
   else
@@ -86,7 +86,7 @@ case "${1:-}" in
   app)
     install_wheels
     make_model
-    setsid nohup bash bench/app_path.sh $model "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
+    setsid nohup bash bench/gpu/app-path.sh $model "$results" "${@:2}" > /tmp/bench.out 2>&1 < /dev/null &
     echo "started $!" ;;
   fresh)
     as_installed

@@ -1,6 +1,6 @@
 # The GPU lock on the GPU test machine, sourced there from the project root in the call that measures, after every
-# part of bench/gpu-bundle-lock.sh (.gpuL1 ... .gpuL<n>) was copied to /tmp/stash, one call each:
-#   source bench/gpu-setup-lock.sh || exit 3
+# part of bench/gpu/bundle-lock.sh (.gpuL1 ... .gpuL<n>) was copied to /tmp/stash, one call each:
+#   source bench/gpu/setup-lock.sh || exit 3
 # It joins and checks the parts, installs every wheel with the slimmed vLLM into the venv /tmp/venv-lock, compiles
 # bytecode as setup.sh does, and puts that venv first on PATH. Sourced again on the same machine, it only sets PATH.
 #
@@ -17,19 +17,19 @@ LOCK_STASH=${LOCK_STASH:-/tmp/stash}
 lock_link_cuda() {  # lock_link_cuda SITE: the image's NVIDIA library folders that SITE/nvidia lacks, linked in
   local image linked=()
   image=$("$LOCK_PYTHON" -c "import nvidia, os; print(os.path.dirname(list(nvidia.__path__)[0]))") || {
-    echo "gpu-setup-lock: the image's Python has no nvidia/ libraries to link" >&2; return 3; }
+    echo "setup-lock: the image's Python has no nvidia/ libraries to link" >&2; return 3; }
   mkdir -p "$1/nvidia"
   for folder in "$image"/nvidia/*/; do
     folder=${folder%/}
     [ -e "$1/nvidia/${folder##*/}" ] || { ln -s "$folder" "$1/nvidia/${folder##*/}"; linked+=("${folder##*/}"); }
   done
-  echo "gpu-setup-lock: linked the image's NVIDIA libraries: ${linked[*]:-none}"
+  echo "setup-lock: linked the image's NVIDIA libraries: ${linked[*]:-none}"
 }
 
 lock_install() {
   local manifest=$LOCK_STASH/lock.manifest site
-  [ -f "$manifest" ] || { echo "gpu-setup-lock: $manifest is missing: copy .gpuL1 ... to $LOCK_STASH first" >&2; return 3; }
-  (cd "$LOCK_STASH" && sha256sum -c --quiet lock.manifest) || { echo "gpu-setup-lock: a part is missing or differs" >&2; return 3; }
+  [ -f "$manifest" ] || { echo "setup-lock: $manifest is missing: copy .gpuL1 ... to $LOCK_STASH first" >&2; return 3; }
+  (cd "$LOCK_STASH" && sha256sum -c --quiet lock.manifest) || { echo "setup-lock: a part is missing or differs" >&2; return 3; }
   rm -rf /tmp/lock-parts && mkdir -p /tmp/lock-parts
   cat "$LOCK_STASH"/lock.[a-z][a-z] | tar x -C /tmp/lock-parts || return 3
   # the image's own pip installs into the venv's site-packages (its .pth files then load, as in a user's venv)
@@ -42,7 +42,7 @@ lock_install() {
   "$LOCK_PYTHON" -m compileall -q -j 16 "$site" > /dev/null 2>&1
   rm -rf /tmp/lock-parts
   touch "$LOCK_VENV/installed"
-  echo "gpu-setup-lock: installed $(ls "$site" | grep -c dist-info) distributions into $LOCK_VENV"
+  echo "setup-lock: installed $(ls "$site" | grep -c dist-info) distributions into $LOCK_VENV"
 }
 
 [ -f "$LOCK_VENV/installed" ] || lock_install || return 3 2> /dev/null || exit 3
@@ -51,4 +51,4 @@ export PATH=$LOCK_VENV/bin:$PATH
 export LD_LIBRARY_PATH=$("$LOCK_VENV/bin/python" -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib"))')${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 unset PYTHONPATH VLLM_USE_FLASHINFER_SAMPLER
-python -c "import vllm, torch; print('gpu-setup-lock: vllm', vllm.__version__, 'torch', torch.__version__, 'on', torch.cuda.get_device_name(0))"
+python -c "import vllm, torch; print('setup-lock: vllm', vllm.__version__, 'torch', torch.__version__, 'on', torch.cuda.get_device_name(0))"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The GPU lock (requirements/gpu.lock), every package at its pinned version, for the H200 test machine: its image has
 # Python 3.12, torch 2.11 with CUDA 13.0 and reaches no registry, so the lock travels there as wheels in parts that
-# one call can carry, and bench/gpu-setup-lock.sh installs them into a venv that sees the image's packages only
+# one call can carry, and bench/gpu/setup-lock.sh installs them into a venv that sees the image's packages only
 # where the lock's are not there (what a GPU user's `bash scripts/setup.sh` installs, less what is listed below).
 #
-#   bash bench/gpu-bundle-lock.sh            # from the project root, PyPI needed; minutes (downloads, xz of vLLM)
+#   bash bench/gpu/bundle-lock.sh            # from the project root, PyPI needed; minutes (downloads, xz of vLLM)
 #
 # What it carries: every package of requirements/gpu.lock as a CPython 3.12 x86-64 wheel at the lock's version (two
 # sdist-only packages built into wheels here), and pytest with its plugins at requirements/cpu.lock's versions (the
@@ -21,9 +21,9 @@
 # Result, in the project root: .gpuL1/ ... .gpuL<n>/, one part of at most 55 MiB each (a call carries the working
 # tree and one part within its 64 MiB), .gpuL1 also the manifest; all in .git/info/exclude, never committed.
 # On the machine: `mkdir -p /tmp/stash && cp .gpuL<k>/* /tmp/stash/`, one call per folder; then, in the call that
-# measures: `source bench/gpu-setup-lock.sh || exit 3`.
+# measures: `source bench/gpu/setup-lock.sh || exit 3`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 root=$(pwd)
 cache=${GPU_LOCK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ernie-chat/gpu-lock-wheels}  # downloads kept between runs
 work=$(mktemp -d)
@@ -49,7 +49,7 @@ while read -r wanted; do
       --abi cp312 --abi abi3 --abi none "${platforms[@]}" --platform manylinux2014_x86_64 --platform any \
       -d "$cache" "$wanted" > "$work/pip.log" 2>&1 \
       || python3 -m pip wheel -q --no-deps -w "$cache" "$wanted" > "$work/pip.log" 2>&1 \
-      || { cat "$work/pip.log" >&2; echo "gpu-bundle-lock: no wheel for $wanted" >&2; exit 1; }
+      || { cat "$work/pip.log" >&2; echo "bundle-lock: no wheel for $wanted" >&2; exit 1; }
   fi
   file=$(ls "$cache" | grep -iE "^${stem}-${version//./\\.}-" | head -1)
   [ "$name" = vllm ] || cp "$cache/$file" "$work/wheels/"
@@ -73,5 +73,5 @@ mv "$work/parts/lock.manifest" .gpuL1/
 for pattern in '/.gpuL*/'; do
   grep -qxF "$pattern" .git/info/exclude 2> /dev/null || echo "$pattern" >> .git/info/exclude
 done
-echo "gpu-bundle-lock: $(wc -l < "$work/wanted.txt") packages, $(du -sh "$work/wheels" | cut -f1) of wheels" \
+echo "bundle-lock: $(wc -l < "$work/wanted.txt") packages, $(du -sh "$work/wheels" | cut -f1) of wheels" \
   "and $(du -h "$work/vllm-slim.tar.xz" | cut -f1) of vLLM, in $k parts (.gpuL1 ... .gpuL$k), one call each"
