@@ -18,12 +18,12 @@ import json
 import logging
 from dataclasses import dataclass
 
-from api import counting, library_field
+from api import library_field
 from api.callers import Callers, Refusal
 from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
-from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, prioritized, request_models
+from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, admitted, request_models
 from lifetime.runtime import RUNTIME
 from web.asgi import read_body, replay
 from web.guard import from_this_machine
@@ -119,8 +119,7 @@ class ApiGate:
         if problem:
             return await _error(send, 400, problem, "BadRequestError", cost.field)
         async with self.engine.admit(api_user(scope, self.library_user), cost.sequences if cost else 0, API) as ticket:
-            counting.install(app)  # its tokens noted on the ticket, counted at the release (history/usage.py)
-            with prioritized(ticket.priority), counting.counted(ticket):
+            with admitted(ticket):  # at the ticket's priority; its tokens noted on it, counted at the release
                 await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
 
     async def _cost(self, path: str, request) -> Cost | None:

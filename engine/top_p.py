@@ -16,8 +16,8 @@ How it runs: a request's top p is handed to vLLM as 1 (so vLLM never sorts) and 
 `SamplingParams.extra_args[KEY]` to `TopPOverBestK`, an argmax-invariant logits processor, which vLLM applies
 after the temperature (so the cut is made on logits / T, as vLLM's own) and after min p, before its top k, as its
 own top p would be. `hand_over` makes that change to a request's parameters, for the chats (engine/engine.py) and
-the API (`hand_over_client`); only where the engine was built with the processor (presets.engine_kwargs), only
-for sampled requests without a top k (vLLM applies top p after top k: those keep vLLM's path).
+the API (engine/openai_app.py's client); only where the engine was built with the processor (presets.engine_kwargs),
+only for sampled requests without a top k (vLLM applies top p after top k: those keep vLLM's path).
 
 Only CPU engines get it (presets.engine_kwargs). On the H200 the sort is cheap (0.14-0.59 ms for 1-32 rows
 of 103,424 logits) and this was slower (0.33-1.27 ms: more kernels, and host syncs where it decides which rows
@@ -96,30 +96,11 @@ def serves(llm) -> bool:
 def hand_over(params, llm):
     """`params` (vLLM's SamplingParams) with its top p moved to the processor, where `llm` runs it and the
     request samples with a top p and no top k; otherwise `params` as they are."""
-    if (params.top_p < 1 and params.temperature >= GREEDY_BELOW and params.top_k in (0, -1)
-            and serves(llm)):
+    if (serves(llm) and params.top_p < 1 and params.temperature >= GREEDY_BELOW
+            and params.top_k in (0, -1)):
         params.extra_args = {**(params.extra_args or {}), KEY: params.top_p}
         params.top_p = 1.0
     return params
-
-
-class _HandsOverTopP:
-    """vLLM's engine client as vLLM's OpenAI serving uses it, with each request's top p handed to the
-    processor; everything else is the client's own."""
-
-    def __init__(self, llm):
-        self._llm = llm
-
-    def generate(self, prompt, sampling_params, *args, **kwargs):
-        return self._llm.generate(prompt, hand_over(sampling_params, self._llm), *args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._llm, name)
-
-
-def hand_over_client(llm):
-    """The engine client to give vLLM's OpenAI serving: requests as the API sends them, top p by the processor."""
-    return _HandsOverTopP(llm) if serves(llm) else llm
 
 
 def _processor_class():

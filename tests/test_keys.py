@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 from pydantic import SecretStr
 
-from api import counting
 from api.callers import MAX_KEY_FAILURES, Callers, Refusal
 from engine.admission import API, CHAT, Ticket
+from engine.openai_app import AdmittedClient, admitted
 from engine.settings import load_settings
 from history import keys, usage
 from history.layer import HistoryLayer
@@ -233,16 +233,22 @@ async def test_an_api_requests_tokens_are_read_from_the_engines_outputs(kind):
     outputs = [output(12, 8, (0, 1), (1, 1)), output(12, 8, (0, 2), (1, 1))] if delta else \
         [output(12, 8, (0, 3), (1, 2))]
 
+    priorities = []
+
     class Client:
-        async def generate(self, prompt, params, request_id):
+        async def generate(self, prompt, params, request_id, priority=0):
+            priorities.append(priority)
             for out in outputs:
                 yield out
 
-    used = ticket("ada", API, 0, 0, 0)
-    client = counting._Counting(Client())
-    with counting.counted(used):
-        stream = client.generate("p", SimpleNamespace(output_kind=SimpleNamespace(name=kind)), "r1")
+    used = Ticket("ada", 2, API, 7)
+    client = AdmittedClient(Client())
+    with admitted(used):  # as the gate runs vLLM's app; a client's own priority is replaced by the admission's
+        stream = client.generate("p", SimpleNamespace(output_kind=SimpleNamespace(name=kind)), "r1", priority=-5)
     assert [out async for out in stream] == outputs
+    assert (used.prompt, used.cached, used.reply) == (12, 8, 5) and priorities == [7]
+    outside = client.generate("p", SimpleNamespace(output_kind=None), "r2", priority=-5)  # not the gate's request
+    assert [out async for out in outside] == outputs and priorities == [7, -5]
     assert (used.prompt, used.cached, used.reply) == (12, 8, 5)
 
 

@@ -1,13 +1,19 @@
 """Every sampler option declared in engine/sampling.py reaches each place made from it: the settings (and their
 environment variable), the sidebar with its words in both languages, what the sidebar's values parse to, vLLM's
-`SamplingParams`, the remote server's request body, the export and a user's own defaults."""
+`SamplingParams`, the remote server's request body, the OpenAI API's defaults (what a request that leaves an option
+out samples with, on the real engine too), the export and a user's own defaults."""
+
+import json
 
 import pytest
 
+from engine import top_p
+from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, api_defaults, build_openai_app, request_models
 from engine.remote import RemoteEngine
 from engine.sampling import BY_THE_ENGINE, CHAT_SAMPLING, OPTIONS, Sampling, engine_values
 from engine.settings import load_settings
 from harness.fake_vllm import FakeVllm
+from history import exchange
 from ui import my_defaults, sidebar
 from ui.words import TEXTS
 
@@ -63,3 +69,69 @@ def test_an_invalid_value_of_each_option_is_refused_with_its_name():
     for option in OPTIONS:
         with pytest.raises(ValueError, match=option.name.replace("_", " ")):
             sidebar.parse({option.name: option.high + 1}, sidebar.defaults(settings, "cpu"), settings)
+
+
+@pytest.mark.parametrize("name", [n for n in CHAT_SAMPLING if n not in BY_THE_ENGINE])
+@pytest.mark.parametrize("path", [CHAT_PATH, COMPLETIONS_PATH])
+def test_an_option_reaches_the_apis_defaults(name, path):
+    """A request without the option samples with the app's value, as vLLM's serving reads its defaults."""
+    body = {"model": "m", "max_tokens": 4, **({"prompt": "Hi"} if path == COMPLETIONS_PATH else
+                                              {"messages": [{"role": "user", "content": "Hi"}]})}
+    request = request_models()[path].model_validate(body)
+    params = request.to_sampling_params(4, api_defaults(Sampling(**{name: ODD[name]})))
+    assert getattr(params, name) == pytest.approx(ODD[name])
+    named = request_models()[path].model_validate({**body, name: ODD[name] / 2 + 0.5})
+    assert getattr(named.to_sampling_params(4, api_defaults(Sampling(**ODD))), name) == pytest.approx(
+        ODD[name] / 2 + 0.5), "a request's own value wins"
+
+
+def test_the_reply_limit_stays_out_of_the_apis_defaults():
+    """An API request's reply may take what the context leaves (vLLM's rule); a chat's limit is the chat's."""
+    assert not set(BY_THE_ENGINE) & set(api_defaults(Sampling(**ODD)))
+
+
+@pytest.mark.parametrize("name", CHAT_SAMPLING)
+def test_an_option_reaches_the_export_and_comes_back_with_its_import(name):
+    sampling = Sampling(**{name: ODD[name]}).model_dump(include={*CHAT_SAMPLING, "seed"})  # as ui/chat_files.py
+    args = ([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}], "m", "cpu", sampling,
+            "", "Hi")
+    assert json.loads(exchange.as_json(*args))["sampling"][name] == ODD[name]
+    assert f"{name} {ODD[name]}" in exchange.as_markdown(*args)
+    assert exchange.parse(exchange.as_json(*args).encode(), 4096).settings[name] == ODD[name]
+
+
+async def test_an_api_request_without_sampling_options_runs_with_the_apps_defaults(engine, monkeypatch):
+    """On the real engine, through the gate: what vLLM receives for a completion and a chat completion that name
+    no temperature, top p or repetition penalty is the app's defaults (a top p handed to the CPU processor)."""
+    import httpx
+
+    from api.gate import ApiGate
+
+    received = []
+    real = engine.host.llm.generate
+
+    def spy(prompt, params, *args, **kwargs):
+        received.append(params)
+        return real(prompt, params, *args, **kwargs)
+
+    app = await build_openai_app(engine.host.llm, engine.settings.model, engine.host.stop_ids, Sampling(**ODD))
+
+    async def openai_app():
+        return app
+
+    monkeypatch.setattr(engine, "openai_app", openai_app)
+    monkeypatch.setattr(engine.host.llm, "generate", spy)
+    bodies = [{"prompt": "Hello"}, {"messages": [{"role": "user", "content": "Hello"}]},
+              {"prompt": "Hello", "temperature": 0.9, "top_p": 1.0}]
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=ApiGate(engine)), base_url="http://test",
+                                 timeout=httpx.Timeout(300)) as http:
+        for body in bodies:
+            path = COMPLETIONS_PATH if "prompt" in body else CHAT_PATH
+            response = await http.post(path, json={"model": engine.settings.model, "max_tokens": 4, **body})
+            assert response.status_code == 200, response.text
+
+    handed = top_p.serves(engine.host.llm)
+    odd_top_p = (1.0, ODD["top_p"]) if handed else (ODD["top_p"], None)
+    assert [(p.temperature, p.top_p, (p.extra_args or {}).get(top_p.KEY), p.repetition_penalty)
+            for p in received] == [(ODD["temperature"], *odd_top_p, ODD["repetition_penalty"])] * 2 + [
+        (0.9, 1.0, None, ODD["repetition_penalty"])]
