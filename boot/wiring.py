@@ -1,9 +1,10 @@
 """Everything app.py needs set up before its hooks run, in the order it must happen, in one call.
 
-Chainlit is patched first (chainlit_door.patches.py), the port checked before anything slow, then the shared engine
-is made and served at /v1 (api/, api/route.py), the uploads get this process's own folder, the history's
-database and data layer are installed (history/), and the sign-in and the guard are chosen by where the server
-listens (web/). A `-w` reload runs this again: each step either replaces what the last load put in place or
+The app's code goes after Chainlit's socket handlers first, the port is checked before anything slow, then the shared
+engine is made and served at /v1 (api/, api/route.py), the history's database and data layer are installed
+(history/), Chainlit's changes are installed in one call (chainlit_door/patches.py: they need the history to check
+users), and the sign-in and the guard are chosen by where the server listens (web/). A `-w` reload runs this
+again: each step either replaces what the last load put in place or
 finds it already there.
 """
 
@@ -16,7 +17,7 @@ from engine.hardware import runs_on_processor
 from engine.engine import shared_engine
 from history import layer as history_layer
 from history import usage
-from ui import attachments, chat_state, edits, reconnect, sessions, settings_first, words
+from ui import chat_state, edits, reconnect, sessions, settings_first, words
 from web import guard, signin, users
 from api.route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
@@ -26,20 +27,17 @@ from web.start_route import serve_start
 from web.listen import chosen_port, exit_if_port_taken, is_loopback
 
 
-def patch_chainlit() -> None:
-    chainlit_patches.pin_engine_modules()
-    chainlit_patches.drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
-    chainlit_patches.open_threads_at_first_words()  # a chat begun with a chip gets its address, name and Stop
-    chainlit_patches.tolerate_quiet_servers()  # a busy server must not cost a chat its reply
-    reconnect.resend_replies_on_reconnect()  # nor a dropped connection that comes back
-    sessions.continue_threads_after_restarts()  # nor a restart of the server under an open tab
+def hook_chainlit() -> None:
+    """The app's own code after Chainlit's socket handlers."""
+    reconnect.resend_replies_on_reconnect()  # a dropped connection that comes back gets its reply
+    sessions.continue_threads_after_restarts()  # so does a restart of the server under an open tab
     settings_first.apply_settings_first()  # a message sent after a settings change is answered with the new ones
 
 
 def install():
-    """Patch Chainlit, make the shared engine and put the API, history, sign-in and guard around it; returns the
+    """Hook into Chainlit, make the shared engine and put the API, history, sign-in and guard around it; returns the
     engine and the history's data layer (None when the history is off)."""
-    patch_chainlit()
+    hook_chainlit()
     try:
         engine = shared_engine()  # first: it ends engine processes an earlier run left holding memory and the port
     except SettingsError as error:  # a bad value in .env or the environment: its sentence, not a traceback
@@ -49,7 +47,6 @@ def install():
     words.on_processor(runs_on_processor(engine.settings))  # Chinese says 内存, not a GPU's 显存, on a CPU
     exit_if_port_taken()
     open_api(engine)  # the OpenAI-compatible API at /v1, on the same engine
-    attachments.own_upload_folder()
     layer = history_layer.install(engine.settings)  # None: off
     if layer is not None:
         layer.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
@@ -61,6 +58,6 @@ def install():
     serve_reset(engine, layer)  # the settings panel's Reset brings the defaults back
     serve_context(engine)  # how full the chat's context is, by the message box
     signin.install(loopback, layer, engine.settings.history_db.parent)
-    users.install(layer, loopback)  # every request and message checks its user, each time
+    chainlit_patches.install(users.checks(layer, loopback))  # every request and message checks its user
     guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)
     return engine, layer

@@ -59,15 +59,33 @@ tests/test_chainlit_patches.py fails when a Chainlit upgrade changes what these 
 
 import importlib
 import json
+import os
 import sys
 import time
 import types
+from pathlib import Path
 
+from chainlit_door.sessions import enter, session_of_socket, wrap_socket_handler
 from lifetime.runtime import kept
 
 CHAINLIT_VERSION = "2.12.0"  # the version these patches were written against (and tested on)
 PING_TIMEOUT_S = 120  # a server quiet for this long (less the 25 s ping interval) still keeps its chats
 PAUSING_MODULES = ("chainlit.message", "chainlit.step")  # the only users of Chainlit's constructor pause
+
+
+def install(user_checks=None) -> None:
+    """Every change above, in one call at the app's start; a `-w` reload calls it again and each change replaces
+    what the previous load put in place. `user_checks`: (is_user, refusal, removed) for `check_users_each_time`
+    (web/users.py), None where nobody signs in."""
+    pin_engine_modules()
+    drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
+    tolerate_quiet_servers()  # a busy server must not cost a chat its reply
+    bound_settings_changes()  # nor a settings change or message too large for the socket its connection
+    open_threads_at_first_words()  # a chat begun with a chip gets its address, name and Stop
+    own_upload_folder()  # a stopping server deletes only its own uploads
+    keep_empty_uploads()  # an empty file is refused in the chat by name, not by an HTTP 500
+    if user_checks is not None:
+        check_users_each_time(*user_checks)
 
 
 def _pinned() -> dict:
@@ -106,18 +124,6 @@ def tolerate_quiet_servers() -> None:
     from chainlit.server import sio
 
     sio.eio.ping_timeout = PING_TIMEOUT_S
-
-
-def wrap_socket_handler(event: str, wrap) -> None:
-    """Replace Chainlit's socket handler of `event` by `wrap(chainlit_handler)`; a `-w` reload wraps Chainlit's
-    own again, never the wrapper of the previous load."""
-    from chainlit.server import sio
-
-    handlers = sio.handlers["/"]
-    original = getattr(handlers[event], "chainlit_handler", handlers[event])
-    wrapped = wrap(original)
-    wrapped.chainlit_handler = original
-    handlers[event] = wrapped
 
 
 OVERSIZED = "oversized_change_bytes"  # the one value of a settings change too large for the socket: its size
@@ -208,20 +214,6 @@ def open_threads_at_first_words() -> None:
     ChainlitEmitter.init_thread, ChainlitEmitter.process_message = init_thread, process_message
 
 
-async def write_now(write):
-    """Await `write()` (data layer calls) outside this chat's socket session, so none is queued behind its first
-    message; returns what it returns."""
-    from chainlit.context import init_http_context
-
-    from lifetime.tasks import spawn
-
-    async def outside():
-        init_http_context()  # in this task only: its context is a copy
-        return await write()
-
-    return await spawn(outside())
-
-
 STOP_NOTICE = "Task manually stopped."  # chainlit.socket's stop handler posts it
 
 
@@ -244,26 +236,15 @@ def keep_empty_uploads() -> None:
     BaseSession.persist_file = persist_file
 
 
-def own_upload_folder(folder) -> None:
-    """Chainlit keeps this process's uploads in `folder` (the sessions' and the shutdown's copy of the path)."""
+def own_upload_folder() -> None:
+    """Chainlit keeps this process's uploads in `.files/<process id>` (the sessions' and the shutdown's copy of the
+    path)."""
     import chainlit.config
     import chainlit.server
 
-    chainlit.config.FILES_DIRECTORY = chainlit.server.FILES_DIRECTORY = folder
-
-
-def live_sessions() -> list:
-    """Every chat's Chainlit session that has a socket now (its WebsocketSession)."""
-    from chainlit.session import ws_sessions_id
-
-    return list(ws_sessions_id.values())
-
-
-def session_of_socket(sid: str):
-    """The session of a socket event's `sid`, or None."""
-    from chainlit.session import WebsocketSession
-
-    return WebsocketSession.get(sid)
+    own = Path(chainlit.config.APP_ROOT) / ".files" / str(os.getpid())
+    own.mkdir(parents=True, exist_ok=True)
+    chainlit.config.FILES_DIRECTORY = chainlit.server.FILES_DIRECTORY = own
 
 
 def check_users_each_time(is_user, refusal, removed: str) -> None:
@@ -308,47 +289,3 @@ def _for_users_only(original, is_user, removed: str):
     return client_message
 
 
-def shown_messages() -> list:
-    """The messages this chat's page shows, oldest first (Chainlit's chat context)."""
-    from chainlit.chat_context import chat_context
-
-    return list(chat_context.get())
-
-
-async def rerun_message(message) -> None:
-    """Answer `message` again with the app's on_message, as Chainlit's edit handler does, the page told a task runs
-    (its Stop shows)."""
-    import asyncio
-
-    from chainlit.config import config
-    from chainlit.context import context
-
-    await context.emitter.task_start()
-    try:
-        await config.code.on_message(message)
-    except asyncio.CancelledError:
-        pass
-    finally:
-        await context.emitter.task_end()
-
-
-def session_of_id(session_id: str | None):
-    """The open chat of Chainlit's session id (the page's `X-Chainlit-Session-id` cookie), or None."""
-    from chainlit.session import WebsocketSession
-
-    return WebsocketSession.get_by_id(session_id) if session_id else None
-
-
-def enter(session) -> None:
-    """This task's Chainlit context is `session`'s from now on (what it sends goes to that chat)."""
-    from chainlit.context import init_ws_context
-
-    init_ws_context(session)
-
-
-async def resume(session) -> dict | None:
-    """The stored thread `session.thread_id_to_resume`, if the session's user owns it (Chainlit's own check); it
-    also restores the chat's settings into the session."""
-    from chainlit.socket import resume_thread
-
-    return await resume_thread(session)

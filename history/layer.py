@@ -9,16 +9,20 @@ turns cannot be saved (history/writes.py).
 
 import asyncio
 import json
+import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from chainlit.data.sql_alchemy import SQLAlchemyDataLayer
-from chainlit.logger import logger
 from sqlalchemy import create_engine, event, text
 
+from chainlit_door import sessions as door
+from chainlit_door.server import config, data_layer_base
 from history.schema import database_url, prepare, reason, sqlite_pragmas, where
 from history.tables import DELETE_ATTACHMENTS
+from history.words import say
 from history.writes import tell_failing
+
+logger = logging.getLogger("chainlit")  # beside Chainlit's own log lines
 
 STEP_THREAD = 'SELECT "threadId" FROM steps WHERE "id" = :id'
 SESSION_KEPT_S = 120  # a closed tab's chat stays in memory this long for a reconnect; then it is in the history
@@ -33,7 +37,7 @@ def _remember(ids: dict, key: str, value=None) -> None:
         ids.pop(next(iter(ids)))
 
 
-class HistoryLayer(SQLAlchemyDataLayer):
+class HistoryLayer(data_layer_base()):
     """Chainlit's layer, plus: SQLite-safe parameters, and a chat told once when its turns are not saved."""
 
     def __init__(self, settings):
@@ -156,14 +160,9 @@ class HistoryLayer(SQLAlchemyDataLayer):
 async def tell_not_saved() -> None:
     """Said in the chat whose write was refused (shown, never stored)."""
     import chainlit as cl
-    from chainlit.context import context
-
-    try:
-        context.session
-    except Exception:  # no chat context here
+    if door.session_or_none() is None:  # no chat context here
         return
-    notice = cl.ErrorMessage(content="This message was not saved: it carries the id of a message in another chat. "
-                                     "Reload the page and send it again.", author="system")
+    notice = cl.ErrorMessage(content=say("not_saved", door.language()), author="system")
     notice.persisted = True
     await notice.send()
 
@@ -200,7 +199,6 @@ def _rows(result):
 def install(settings) -> HistoryLayer | None:
     """Chainlit's data layer on the chosen database (tables made first); None when the history is off."""
     import chainlit as cl
-    from chainlit.config import config
 
     if not settings.history:
         return None
@@ -208,5 +206,5 @@ def install(settings) -> HistoryLayer | None:
     layer = HistoryLayer(settings)
     cl.data_layer(lambda: layer)
     # Chats are in the database: a closed tab's session need not stay in memory for Chainlit's default hour.
-    config.project.session_timeout = min(config.project.session_timeout, SESSION_KEPT_S)
+    config().project.session_timeout = min(config().project.session_timeout, SESSION_KEPT_S)
     return layer

@@ -11,11 +11,14 @@ import time
 import weakref
 from dataclasses import dataclass
 
+from chainlit_door import sessions as door
+from chainlit_door.server import now_stamp
 from history.schema import reason
+from history.words import say
 from lifetime.tasks import spawn
 
 SAVE_EVERY_S = 1.0  # a reply being written reaches the database at least this often
-CUT_OFF_NOTE = "*Cut off: the server stopped while this reply was being written.*"
+CUT_OFF_NOTE = say("cut_off", None)  # in English: a reply ends with the note in its chat's language
 WRITING: set[asyncio.Task] = set()  # sidebar writes under way (`keep_settings`)
 
 
@@ -46,12 +49,9 @@ async def tell_failing(where: str, error: BaseException) -> None:
         return
     record_of(session).told_failing = True
     if _not_text(error):  # the text, not the disk: nothing the user can free or fix on the server
-        await _notice(f"⚠️ This chat could not be saved: the history database ({where}) could not take its text "
-                      f"(“{reason(error)}”). The chat goes on; what is shown here is missing from the history.")
+        await _notice(say("failing.text", session.language, where=where, reason=reason(error)))
         return
-    await _notice(f"⚠️ This chat could not be saved: the history database ({where}) said “{reason(error)}”. "
-                  "The chat goes on; turns written while this lasts are missing from the history. Free disk space "
-                  "or fix the database's permissions, and saving resumes by itself.")
+    await _notice(say("failing", session.language, where=where, reason=reason(error)))
 
 
 def _not_text(error: BaseException | None) -> bool:
@@ -67,12 +67,7 @@ def _not_text(error: BaseException | None) -> bool:
 
 def _chat_session():
     """This chat's Chainlit session, or None outside a chat (sign-in, the history list)."""
-    from chainlit.context import context
-
-    try:
-        return context.session
-    except Exception:  # no chat context here
-        return None
+    return door.session_or_none()
 
 
 async def _notice(content: str) -> None:
@@ -108,6 +103,7 @@ class ReplySaver:
 
     def __init__(self, reply, layer):
         self.reply, self.layer = reply, layer
+        self.note = say("cut_off", door.language())  # the chat's language, read in the chat's task
         self.saved_at = time.monotonic()
         self.task: asyncio.Task | None = None
 
@@ -119,13 +115,12 @@ class ReplySaver:
             return
         self.saved_at = time.monotonic()
         if not self.reply.created_at:  # stamped now, as send() would: the history is ordered by it
-            from chainlit.utils import utc_now
-            self.reply.created_at = utc_now()
+            self.reply.created_at = now_stamp()
         step, content = self.reply.to_dict(), self.reply.content
         metadata = {**self.reply.metadata, "answer": content, "cut_off": True}
         if metadata.get("versions"):  # a regenerated reply's earlier answers (ui/versions.py), this one's as shown
-            metadata["versions"] = [*metadata["versions"][:-1], f"{content}\n\n{CUT_OFF_NOTE}"]
-        step.update(output=f"{content}\n\n{CUT_OFF_NOTE}", streaming=False, metadata=metadata)
+            metadata["versions"] = [*metadata["versions"][:-1], f"{content}\n\n{self.note}"]
+        step.update(output=f"{content}\n\n{self.note}", streaming=False, metadata=metadata)
         self.task = spawn(self.layer.create_step(step))
 
     async def settle(self) -> None:
@@ -141,17 +136,16 @@ def keep_settings(layer) -> None:
     Written in the background: a reply must not wait for it. A new chat's first message queues the thread's
     creation and the question ahead of it on the database's one writer, so many new chats asking at once would
     each wait for all of those writes before reaching the engine (docs/benchmarks.md, "History")."""
-    from chainlit.context import context
-
-    values = dict(context.session.chat_settings or {})
-    record = record_of(context.session)
-    if layer is None or not context.session.has_first_interaction or record.settings == values:
+    session = door.session()
+    values = dict(session.chat_settings or {})
+    record = record_of(session)
+    if layer is None or not session.has_first_interaction or record.settings == values:
         return
     record.settings, previous = values, record.write
 
     async def write():  # after the chat's previous write: on PostgreSQL two writes may run at once, the older last
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
-        await layer.update_thread(context.session.thread_id, metadata={"chat_settings": values})
+        await layer.update_thread(session.thread_id, metadata={"chat_settings": values})
 
     record.write = spawn(write(), WRITING)

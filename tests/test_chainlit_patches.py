@@ -9,6 +9,7 @@ import importlib
 import importlib.metadata
 import inspect
 import json
+import os
 import sys
 import time
 import types
@@ -17,6 +18,7 @@ import socketio
 from chainlit.context import init_http_context
 
 from chainlit_door import patches as chainlit_patches
+from chainlit_door import sessions as chainlit_sessions
 
 
 def test_the_patches_are_written_for_the_chainlit_installed():
@@ -80,7 +82,7 @@ def test_the_socket_handlers_the_app_wraps_exist_take_what_the_wrappers_pass_and
             f"Chainlit's '{event}' takes other arguments"
         monkeypatch.setitem(handlers, event, handlers[event])
         for _ in range(2):  # a `-w` reload wraps again
-            chainlit_patches.wrap_socket_handler(event, lambda original: (lambda *args: original(*args)))
+            chainlit_sessions.wrap_socket_handler(event, lambda original: (lambda *args: original(*args)))
         assert handlers[event].chainlit_handler is chainlits, "a second wrap wraps Chainlit's own, not the first wrap"
     assert "self.restored = True" in inspect.getsource(WebsocketSession), \
         "Chainlit no longer marks a session restored by a reconnect: ui/reconnect.py cannot tell it apart"
@@ -117,13 +119,13 @@ async def test_the_chats_sessions_are_reached_through_chainlits_registry_which_h
     session = WebsocketSession(id="a-chat", socket_id="its-socket", emit=emit, emit_call=emit, user_env={},
                                client_type="webapp")
     try:
-        assert session in chainlit_patches.live_sessions(), "Chainlit's registry of live sessions moved"
-        assert chainlit_patches.session_of_socket("its-socket") is session
-        chainlit_patches.enter(session)
+        assert session in chainlit_sessions.live_sessions(), "Chainlit's registry of live sessions moved"
+        assert chainlit_sessions.session_of_socket("its-socket") is session
+        chainlit_sessions.enter(session)
         assert context.session is session, "init_ws_context no longer points this task at the session"
     finally:
         await session.delete()
-    assert session not in chainlit_patches.live_sessions() and chainlit_patches.session_of_socket("its-socket") is None
+    assert session not in chainlit_sessions.live_sessions() and chainlit_sessions.session_of_socket("its-socket") is None
     assert [name for name in chainlit.__all__ if "session" in name.lower()] == ["user_session"], (
         "Chainlit exports a new session API: live_sessions, session_of_socket and enter may use it now")
 
@@ -133,7 +135,7 @@ def test_resume_is_chainlits_own_resume_thread_with_its_owner_check():
 
     resume_thread = chainlit.socket.resume_thread
     assert inspect.iscoroutinefunction(resume_thread) and list(inspect.signature(resume_thread).parameters) == [
-        "session"], "Chainlit's resume_thread changed: check chainlit_patches.resume"
+        "session"], "Chainlit's resume_thread changed: check chainlit_sessions.resume"
     assert "author" in inspect.getsource(resume_thread).lower(), "resume_thread no longer checks the thread's owner"
 
 
@@ -152,11 +154,13 @@ def test_a_stopping_server_deletes_its_files_folder_and_the_patch_gives_each_pro
         "a stopping Chainlit server no longer deletes its files folder: own_upload_folder may be unneeded")
     monkeypatch.setattr(chainlit.config, "FILES_DIRECTORY", chainlit.config.FILES_DIRECTORY)
     monkeypatch.setattr(chainlit.server, "FILES_DIRECTORY", chainlit.server.FILES_DIRECTORY)
-    chainlit_patches.own_upload_folder(tmp_path)
+    monkeypatch.setattr(chainlit.config, "APP_ROOT", str(tmp_path))
+    chainlit_patches.own_upload_folder()
     from chainlit.session import HTTPSession
 
-    assert HTTPSession(id="s", client_type="webapp").files_dir == tmp_path / "s", "the sessions' uploads go there"
-    assert chainlit.server.FILES_DIRECTORY == tmp_path, "and the shutdown deletes only that folder"
+    own = tmp_path / ".files" / str(os.getpid())
+    assert HTTPSession(id="s", client_type="webapp").files_dir == own / "s", "the sessions' uploads go there"
+    assert chainlit.server.FILES_DIRECTORY == own, "and the shutdown deletes only that folder"
 
 
 async def test_engineio_drops_a_socket_over_its_buffer_and_the_patch_turns_a_large_change_or_message_into_its_size(

@@ -125,18 +125,47 @@ def test_vllms_behaviour_is_changed_in_vllm_patches_only():
             assert not touched, f"{path.relative_to(ROOT)} touches {touched}: do it in engine/vllm_patches.py"
 
 
-CHAINLIT_INTERNALS = ("chainlit.session", "chainlit.socket", "chainlit.server", "chainlit.user_session",
-                      "chainlit.context.init_ws_context", "chainlit.context.init_http_context",
-                      "chainlit.chat_context", "chainlit.emitter")
-INTERNALS_DOORS = ("chainlit_door.", "web.", "history.layer")
+# Chainlit beyond its public `cl.` API: its config, data layer, context, sign-in, server, sessions, sockets, emitter...
+# Only its input widgets are public besides `cl.`; `cl.context` is the context reached by attribute.
+CHAINLIT_PUBLIC = ("chainlit", "chainlit.input_widget")
+CHAINLIT_DOOR = ("chainlit_door", "app")  # the door, and app.py's hooks
 
 
-def test_chainlits_internals_are_reached_through_their_doors_only():
-    for name, path in project_files().items():
-        if name.startswith(INTERNALS_DOORS):
-            continue
-        inside = sorted(module for module in imported(path) if module.startswith(CHAINLIT_INTERNALS))
-        assert not inside, f"{path.relative_to(ROOT)} reaches into Chainlit ({inside}): use chainlit_patches.py"
+def chainlit_reaches(path: Path, root: Path = ROOT) -> list[str]:
+    """Where `path` reaches Chainlit beyond its public API: `file:line name`, an import or a `cl.context` read."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("cl",
+                                                                                                      "chainlit"):
+            names = [f"chainlit.{node.attr}"] if node.attr in ("context", "server", "config", "data") else []
+        found += [f"{path.relative_to(root)}:{node.lineno} {name}" for name in names
+                  if name.split(".")[0] == "chainlit" and name not in CHAINLIT_PUBLIC]
+    return found
+
+
+def test_chainlit_is_reached_beyond_its_public_api_through_its_door_only():
+    files = project_files()
+    assert "ui.words" in files and "chainlit_door.sessions" in files, "every subfolder is read"
+    outside = [reach for name, path in files.items() if name.split(".")[0] not in CHAINLIT_DOOR
+               for reach in chainlit_reaches(path)]
+    assert not outside, f"Chainlit reached outside chainlit_door/ (use the door): {outside}"
+    inside = [reach for name, path in files.items() if name.startswith("chainlit_door.")
+              for reach in chainlit_reaches(path)]
+    for area in ("config", "data", "context", "auth", "server", "session", "socket", "emitter"):
+        assert any(f" chainlit.{area}" in reach for reach in inside), f"the door no longer reaches chainlit.{area}"
+
+
+def test_the_reach_finder_sees_imports_inside_functions_and_the_context_by_attribute(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import chainlit as cl\nfrom chainlit.input_widget import Slider\n\ndef f():\n"
+                      "    from chainlit.data import get_data_layer\n    return cl.context.session, cl.Message\n")
+    assert [reach.split(" ", 1)[1] for reach in chainlit_reaches(sample, tmp_path)] == ["chainlit.data",
+                                                                                        "chainlit.context"]
 
 
 def session_writes() -> list[str]:

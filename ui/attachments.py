@@ -12,25 +12,24 @@ context.
 The chat's turns keep the text as the model read it (cut where the context cut it). With a history it is kept
 in a table of its own beside Chainlit's (history/schema.py), so a reopened chat's prompt has it again: without a
 storage service Chainlit keeps no uploaded file, and a step's metadata goes to the browser.
-Each server process keeps its uploads in a folder of its own (`own_upload_folder`).
+Each server process keeps its uploads in a folder of its own (chainlit_door/patches.py, `own_upload_folder`).
 """
 
 import asyncio
 import contextlib
-import os
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import chainlit as cl
-from chainlit.config import config
+from chainlit_door.server import config
 
-from chainlit_door import patches as chainlit_patches
 from history import tables
 from history.layer import valid_text
 from lifetime.tasks import spawn
 from ui import pdf_reader
 from ui.words import say
+from chainlit_door import sessions as door
 
 BOMS = [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")]
 SNIFF_BYTES = 8192  # a NUL byte this early means binary data (text in UTF-16 has its byte-order mark)
@@ -41,22 +40,9 @@ class Refused(Exception):
     """A file that cannot go into the prompt; the text says why."""
 
 
-def own_upload_folder() -> None:
-    """Uploads of this process go to `.files/<process id>`: a stopping Chainlit server deletes its whole files
-    folder, which took the uploads of every other server run from the same folder (several app processes, the
-    tests' servers) and failed their next upload. An empty file is uploaded as one (Chainlit's route answered it
-    with an HTTP 500), so that `read` refuses it by name."""
-    import chainlit.config
-
-    own = Path(chainlit.config.APP_ROOT) / ".files" / str(os.getpid())
-    own.mkdir(parents=True, exist_ok=True)
-    chainlit_patches.own_upload_folder(own)
-    chainlit_patches.keep_empty_uploads()
-
-
 def accepted() -> str:
     """What may be attached, as the refusal names it, from the same settings Chainlit's upload route applies."""
-    upload = config.features.spontaneous_file_upload
+    upload = config().features.spontaneous_file_upload
     kinds = upload.accept if isinstance(upload.accept, dict) else {kind: [] for kind in upload.accept or []}
     extensions = sorted({ext for listed in kinds.values() for ext in listed} - {".pdf"})
     pdf = say("file.accepted_pdf") if "application/pdf" in kinds else ""
@@ -113,7 +99,7 @@ def read(path: str, seconds: float | None = None) -> str:
     data = Path(path).read_bytes()
     if not data:
         raise Refused(say("file.empty"))
-    most_chars = config.features.spontaneous_file_upload.max_size_mb * 2**20
+    most_chars = config().features.spontaneous_file_upload.max_size_mb * 2**20
     text = pdf_text(data, most_chars, seconds) if data.startswith(b"%PDF-") else decode(data)
     if len(text) > most_chars:
         raise Refused(say("file.too_long", size=_size(most_chars)))
@@ -129,12 +115,12 @@ async def question(message: cl.Message) -> dict | None:
         await cl.Message(content=say("message.not_text"), author="system").send()
     if not files:
         return asked
-    most = config.features.spontaneous_file_upload.max_files
+    most = config().features.spontaneous_file_upload.max_files
     problems = []
     if len(files) > most:
         problems.append(say("file.too_many", count=len(files), most=most))
     parts = []
-    async with _reading(cl.context.session.user):  # a user's messages are read one after another
+    async with _reading(door.session().user):  # a user's messages are read one after another
         deadline = time.monotonic() + pdf_reader.TOTAL_S  # and all the files of one within one budget
         for element in files:
             try:
@@ -178,7 +164,7 @@ def as_sent(asked: dict, stats) -> dict:
 def keep(layer, asked: dict) -> None:
     """Store a question's attachments with its chat, in the background (a reply must not wait for the write),
     after an earlier write of the same question's: once before its reply, again as sent when it was cut."""
-    thread_id = cl.context.session.thread_id
+    thread_id = door.session().thread_id
     if layer is None or not asked.get("attachments") or thread_id in layer.deleted:
         return
     previous = WRITES.get(asked["id"])
@@ -195,9 +181,9 @@ def keep(layer, asked: dict) -> None:
 
 async def stored(thread_id: str) -> dict[str, list[dict]]:
     """The attachments of a stored chat's questions, by question id ({} without a history)."""
-    from chainlit.data import get_data_layer
+    from chainlit_door.server import data_layer
 
-    layer = get_data_layer()
+    layer = data_layer()
     rows = await tables.attachments(layer, thread_id) if hasattr(layer, "execute_sql") else []
     found = defaultdict(list)
     for row in rows:

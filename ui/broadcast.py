@@ -2,15 +2,16 @@
 
 import chainlit as cl
 
-from chainlit_door.patches import enter, live_sessions
+from chainlit_door.sessions import enter, live_sessions
 from lifetime.tasks import spawn
 from ui.words import say
+from chainlit_door import sessions as door
 
 
 async def broadcast(key: str, **values) -> None:
     """Post the text under `key` (ui/words/) in every chat but this one, each in its own language, without waiting
     for them."""
-    me = cl.context.session.id
+    me = door.session().id
     for session in live_sessions():
         if session.id != me:
             spawn(_send_to(session, key, values))

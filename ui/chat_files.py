@@ -17,14 +17,15 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import chainlit as cl
-from chainlit.config import config
+from chainlit_door.server import config
 
 from engine.settings import CHAT_SAMPLING
-from chainlit_door.patches import write_now
+from chainlit_door.sessions import write_now
 from history import exchange
 from history.writes import transient
 from ui import chat_state, file_ask, sidebar, text
 from ui.words import say
+from chainlit_door import sessions as door
 
 
 
@@ -42,10 +43,10 @@ def _title(turns: list[dict]) -> str:
 
 async def _name(layer) -> str | None:
     """The chat's name as the history lists it now (a rename included), or None (no history, or not kept yet)."""
-    if layer is None or not cl.context.session.has_first_interaction:
+    if layer is None or not door.session().has_first_interaction:
         return None
     rows = await layer.execute_sql(query='SELECT "name" FROM threads WHERE "id" = :id',
-                                   parameters={"id": cl.context.session.thread_id})
+                                   parameters={"id": door.session().thread_id})
     name = rows[0].get("name") if isinstance(rows, list) and rows else None
     return " ".join(name.split())[:60] if isinstance(name, str) and name.strip() else None
 
@@ -83,7 +84,7 @@ async def import_chat(engine, layer, message: cl.Message) -> None:
             return
     if len(files) != 1:
         return await _refuse(say("import.attach_one"))
-    file, most = files[0], config.features.spontaneous_file_upload.max_size_mb * 1024 * 1024
+    file, most = files[0], config().features.spontaneous_file_upload.max_size_mb * 1024 * 1024
     if not file.name.lower().endswith((".json", ".jsonl")) and "json" not in file_ask.mime(file):
         return await _refuse(say("import.not_json", name=file.name, attach=say("import.attach_one")))
     if os.path.getsize(file.path) > most:
@@ -119,7 +120,7 @@ def _read(path: str) -> bytes:
 async def _store(layer, imported: exchange.Imported) -> str:
     """The imported chat as a new thread of the signed-in user: its messages as steps that history/turns.py reads
     back (each reply marked with the question it answers), its settings as the thread's sidebar."""
-    user = cl.context.session.user
+    user = door.session().user
     owner = await layer.get_user(user.identifier) if user is not None else None
     thread_id = str(uuid.uuid4())
     imported.title = imported.title or _title(imported.turns)
@@ -132,7 +133,7 @@ async def _store(layer, imported: exchange.Imported) -> str:
         # a question the file holds no answer to stays in the prompt when the chat is reopened (history/turns.py)
         metadata = {"imported": True} if user_turn else {"for": asked, "answer": turn["content"], "finish": "stop"}
         steps.append({
-            "id": step_id, "threadId": thread_id, "name": user.identifier if user_turn and user else config.ui.name,
+            "id": step_id, "threadId": thread_id, "name": user.identifier if user_turn and user else config().ui.name,
             "type": "user_message" if user_turn else "assistant_message", "output": turn["content"],
             "createdAt": at, "start": at, "end": at, "metadata": metadata, "streaming": False})
         asked = step_id if user_turn else asked

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 
 import chainlit as cl
 
-from chainlit_door.patches import resume
+from chainlit_door.sessions import resume
 from history.turns import turns_from
 from lifetime.tasks import spawn
 from ui import attachments, context_fill, my_defaults, reply, sessions, sidebar, start_note, versions
 from ui.words import say
+from chainlit_door import sessions as door
 
 STATE_ATTR = "ernie_chat_state"
 STATUS_COMMAND = "Status"
@@ -59,7 +60,7 @@ class ChatState:
 
 def made(session=None) -> ChatState | None:
     """The state of this chat (or of `session`'s) if it is already made (without making it)."""
-    making = getattr(session or cl.context.session, STATE_ATTR, None)
+    making = getattr(session or door.session(), STATE_ATTR, None)
     return making.result() if making is not None and making.done() and not _failed(making) else None
 
 
@@ -70,7 +71,7 @@ def _failed(making: asyncio.Future) -> bool:
 
 async def current(engine, thread: dict | None = None) -> ChatState:
     """This chat's state; `thread`: the stored chat that on_chat_resume was given, if that is the caller."""
-    session = cl.context.session
+    session = door.session()
     making = getattr(session, STATE_ATTR, None)
     if making is None or _failed(making):
         making = spawn(_make(engine, thread))
@@ -86,7 +87,7 @@ def forget(session) -> ChatState | None:
 
 
 async def _make(engine, thread: dict | None) -> ChatState:
-    session, continued = cl.context.session, None
+    session, continued = door.session(), None
     if thread is None and session.thread_id_to_resume:  # a message came before Chainlit reopened the chat
         thread = await resume(session)
     elif thread is None:  # a tab back after a restart goes on in its own thread
@@ -98,7 +99,7 @@ async def _make(engine, thread: dict | None) -> ChatState:
         state = ChatState([], await my_defaults.new_chat(sidebar.defaults(engine.settings, engine.preset_name),
                                                          engine.settings))
     await send_sidebar(engine, state.prefs)
-    await cl.context.emitter.set_commands(commands())
+    await door.emitter().set_commands(commands())
     state.reply = None if thread is None else reply.stored(thread, state.turns)
     state.context_used = context_fill.used(reply.stored_stats(state.reply)) if state.reply is not None else 0
     if state.reply is not None:

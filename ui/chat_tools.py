@@ -19,6 +19,7 @@ from ui import chat_state, start_note
 from ui.library import Found
 from ui.reply import reply_to
 from ui.words import say
+from chainlit_door import sessions as door
 
 BUSY, SWITCHING, NOT_LATEST = "tools.busy", "tools.switching", "tools.not_latest"  # why not, as ui/words/ says it
 
@@ -52,12 +53,12 @@ async def _answer(engine, layer, chat, going_on: cl.Message | None, replaces: cl
     asked, earlier = chat.turns[-2:]
     del chat.turns[-2:]  # the turns come back when the reply is finished, or as they were when it is refused
     found = Found.stored((going_on or replaces).metadata)
-    await cl.context.emitter.task_start()
+    await door.emitter().task_start()
     try:
         await reply_to(engine, layer, chat, chat.turns, asked, going_on, found=found, earlier=earlier,
                        replaces=replaces)
     finally:
-        await cl.context.emitter.task_end()
+        await door.emitter().task_end()
 
 
 async def continue_reply(engine, layer, action: cl.Action) -> None:

@@ -11,7 +11,7 @@ changes to `take`, which ui/reply.py calls when the engine takes the request.
 from dataclasses import dataclass
 
 import chainlit as cl
-from chainlit_door.patches import enter, rerun_message, session_of_socket, shown_messages, wrap_socket_handler
+from chainlit_door.sessions import enter, rerun_message, session_of_socket, shown_messages, wrap_socket_handler
 
 from history.writes import show_and_store
 from ui import oversized

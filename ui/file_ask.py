@@ -8,7 +8,7 @@ documents) is the message that stays.
 import time
 
 import chainlit as cl
-from chainlit.config import config
+from chainlit_door.server import config
 
 from history.writes import transient
 from ui.words import say
@@ -20,14 +20,14 @@ JSON = {"application/json": [".json", ".jsonl"]}
 
 
 def _upload_accept() -> dict[str, list[str]]:
-    accept = config.features.spontaneous_file_upload.accept
+    accept = config().features.spontaneous_file_upload.accept
     return dict(accept) if isinstance(accept, dict) else {kind: [] for kind in accept or []}
 
 
 async def asked(layer, prompt: str, accept: dict[str, list[str]] | None = None, files: int = 1) -> list | None:
     """The files the user picks in an upload box shown with `prompt` (each with `.name` and `.path`), or None when
     none came in time (the chat is told so)."""
-    upload = config.features.spontaneous_file_upload
+    upload = config().features.spontaneous_file_upload
     box = cl.AskFileMessage(content=prompt, accept=accept or _upload_accept(), max_files=files,
                             max_size_mb=upload.max_size_mb, timeout=WAIT_S, author="system")
     transient(box, layer)

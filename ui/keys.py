@@ -103,9 +103,9 @@ def _free_name(taken: set[str]) -> str:
 @cl.action_callback(NEW_ACTION)
 async def new_pressed(action: cl.Action) -> None:
     """The list's New key button: a key named "key N", shown once (a typed `new NAME` names it)."""
-    from chainlit.data import get_data_layer
+    from chainlit_door.server import data_layer
 
-    layer = get_data_layer()
+    layer = data_layer()
     if layer is None:
         return await cl.ErrorMessage(content=say("keys.no_history"), author="system").send()
     await _make(layer, _free_name({k.name for k in await keys.listed(layer, current_user())}))
@@ -114,9 +114,9 @@ async def new_pressed(action: cl.Action) -> None:
 @cl.action_callback(REVOKE_ACTION)
 async def revoke_pressed(action: cl.Action) -> None:
     """A listed key's Revoke button: the key goes (if it is still this user's), and its button with it."""
-    from chainlit.data import get_data_layer
+    from chainlit_door.server import data_layer
 
-    layer, key_id = get_data_layer(), (action.payload or {}).get("id")
+    layer, key_id = data_layer(), (action.payload or {}).get("id")
     mine = {k.id: k for k in await keys.listed(layer, current_user())} if layer is not None else {}
     if not isinstance(key_id, str) or key_id not in mine:
         await cl.ErrorMessage(content=say("keys.already_gone"), author="system").send()

@@ -24,6 +24,7 @@ from ui import attachments, file_ask
 from ui.text import TABLE, no_images
 from ui.who import current_user
 from ui.words import say
+from chainlit_door import sessions as door
 
 COMMAND = "Library"
 LIBRARY_ATTACHMENT = "From your library"
@@ -156,19 +157,19 @@ async def _list(layer) -> None:
 @cl.action_callback(ADD_ACTION)
 async def add_pressed(action: cl.Action) -> None:
     """The list's "Add documents" button: the files picked in the upload box it opens join the library."""
-    from chainlit.config import config
-    from chainlit.data import get_data_layer
+    from chainlit_door.server import config
+    from chainlit_door.server import data_layer
 
-    layer = get_data_layer()
+    layer = data_layer()
     if layer is None:
         return await cl.ErrorMessage(content=say("library.no_history"), author="system").send()
     try:
         picked = await file_ask.asked(layer, say("library.ask"),
-                                      files=config.features.spontaneous_file_upload.max_files)
+                                      files=config().features.spontaneous_file_upload.max_files)
         if picked:
             await _add(layer, picked)
     finally:  # Chainlit marks the chat busy again once an upload box is answered, and only a message's end clears it
-        await cl.context.emitter.task_end()
+        await door.emitter().task_end()
 
 
 def _short(name: str) -> str:
@@ -179,9 +180,9 @@ def _short(name: str) -> str:
 async def remove_pressed(action: cl.Action) -> None:
     """A listed document's Remove button: the document goes (if it is still this user's), and its button with it;
     the list's other buttons stay."""
-    from chainlit.data import get_data_layer
+    from chainlit_door.server import data_layer
 
-    layer, document_id = get_data_layer(), (action.payload or {}).get("id")
+    layer, document_id = data_layer(), (action.payload or {}).get("id")
     documents = {d.id: d for d in await library.documents(layer, current_user())} if layer is not None else {}
     if not isinstance(document_id, str) or document_id not in documents:
         await cl.ErrorMessage(content=say("library.already_gone"), author="system").send()

@@ -10,7 +10,7 @@ import json
 import logging
 from dataclasses import replace
 
-from chainlit.data import get_data_layer
+from chainlit_door.server import data_layer
 
 from engine.settings import CHAT_SAMPLING, Settings
 from history import tables
@@ -24,7 +24,7 @@ KEPT = (*CHAT_SAMPLING, "system_prompt")
 
 async def follow(before: sidebar.ChatPreferences, after: sidebar.ChatPreferences) -> None:
     """After a settings change: keep the chat's values while its switch is on, forget them when it is turned off."""
-    layer = get_data_layer()
+    layer = data_layer()
     if layer is None:
         return
     if after.my_defaults:
@@ -37,7 +37,7 @@ async def follow(before: sidebar.ChatPreferences, after: sidebar.ChatPreferences
 async def new_chat(prefs: sidebar.ChatPreferences, settings: Settings) -> sidebar.ChatPreferences:
     """A new chat's preferences: `prefs` with the user's kept values (each checked on its own, as a reopened chat's
     are), its switch on; `prefs` as they are when the user kept none or the database cannot say."""
-    layer = get_data_layer()
+    layer = data_layer()
     if layer is None:
         return prefs
     try:

@@ -5,10 +5,9 @@ Connections are also kept through long quiet spells (chainlit_door.patches.toler
 the drops that happen anyway: a network blip, a proxy's idle reset.
 """
 
-from chainlit.context import context
-
-from chainlit_door.patches import enter, session_of_socket, wrap_socket_handler
+from chainlit_door.sessions import enter, session_of_socket, wrap_socket_handler
 from ui import chat_state
+from chainlit_door import sessions as door
 
 
 def resend_replies_on_reconnect() -> None:
@@ -26,8 +25,8 @@ def _resending(original):
         enter(session)
         chat = chat_state.made()
         if chat is not None and chat.reply is not None:
-            await context.emitter.send_step(chat.reply.to_dict())
+            await door.emitter().send_step(chat.reply.to_dict())
             if chat.replying:
-                await context.emitter.task_start()
+                await door.emitter().task_start()
 
     return connection_successful

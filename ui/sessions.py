@@ -18,13 +18,13 @@ import json
 import logging
 import uuid
 
-from chainlit.config import config
-from chainlit.context import context
+from chainlit_door.server import config
 
-from chainlit_door.patches import enter, live_sessions, resume, session_of_socket, wrap_socket_handler
+from chainlit_door.sessions import enter, live_sessions, resume, session_of_socket, wrap_socket_handler
 from history import tables
 from lifetime.tasks import spawn
 from ui.words import say
+from chainlit_door import sessions as door
 
 _REMEMBERED = "ernie_chat_remembered_thread"  # on Chainlit's session object: the thread id already written
 _CONTINUED = "ernie_chat_continued_thread"  # on it too: the stored thread a tab back after a restart goes on in
@@ -34,7 +34,7 @@ log = logging.getLogger("chainlit")
 
 def remember(layer) -> None:
     """Note (in the background, once per thread) which thread this chat's session writes to."""
-    session = context.session
+    session = door.session()
     user = getattr(session, "user", None)
     if layer is None or user is None or not session.has_first_interaction:
         return
@@ -74,9 +74,9 @@ def _continuing(original):
 
 
 async def _continue_thread(session) -> None:
-    from chainlit.data import get_data_layer
+    from chainlit_door.server import data_layer
 
-    layer = get_data_layer()
+    layer = data_layer()
     if layer is None or session.user is None:
         return
     session.thread_id_to_resume = await tables.session_thread(layer, session.id, session.user.identifier)
@@ -100,7 +100,7 @@ def continued_thread(session) -> dict | None:
 async def tell_if_cut_off(thread: dict) -> None:
     """A tab back after its server died mid-reply still shows that reply as if it were being written: say why it
     stopped (the history marks it cut off)."""
-    from chainlit.message import Message
+    from chainlit import Message
 
     replies = [step for step in thread.get("steps") or [] if step.get("type") == "assistant_message"
                and "answer" in _metadata(step)]
@@ -115,14 +115,14 @@ def _metadata(step: dict) -> dict:
 
 def abort_when_gone(abort) -> None:
     """The socket closed: abort the running reply once the chat has really ended, not on a reconnect."""
-    session = context.session
+    session = door.session()
     if session.to_clear:  # "new chat": this chat is over
         spawn(abort())
         return
     socket_id = session.socket_id
 
     async def unless_back():
-        await asyncio.sleep(config.project.session_timeout)
+        await asyncio.sleep(config().project.session_timeout)
         if session.socket_id == socket_id:  # no reconnect restored the session
             await abort()
 
@@ -132,7 +132,7 @@ def abort_when_gone(abort) -> None:
 def end_deleted(thread_id: str, abort_request, forget_state) -> None:
     """Live sessions on a deleted thread: their reply aborted, their tab told, their next message a new chat
     (`forget_state(session)` drops the chat's state and returns it)."""
-    from chainlit.message import Message
+    from chainlit import Message
 
     for session in live_sessions():
         if session.thread_id != thread_id:

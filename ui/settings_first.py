@@ -11,16 +11,14 @@ A preset switch is such a change too: a message sent during it waits for the eng
 import asyncio
 import weakref
 
-from chainlit_door.patches import bound_settings_changes, session_of_socket, wrap_socket_handler
+from chainlit_door.sessions import session_of_socket, wrap_socket_handler
 
 _UNDER_WAY: "weakref.WeakKeyDictionary[object, asyncio.Event]" = weakref.WeakKeyDictionary()  # set: none
 
 
 def apply_settings_first() -> None:
-    """Around Chainlit's settings handler: the session is marked while a change of its settings is applied; a
-    change too large for the socket arrives as its size, which the sidebar refuses (ui/sidebar.py)."""
+    """Around Chainlit's settings handler: the session is marked while a change of its settings is applied."""
     wrap_socket_handler("chat_settings_change", _marking)
-    bound_settings_changes()
 
 
 def _marking(original):

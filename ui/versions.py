@@ -12,6 +12,7 @@ import json
 import chainlit as cl
 
 from ui.words import say
+from chainlit_door import sessions as door
 
 PREVIOUS, NEXT = "reply_version_previous", "reply_version_next"
 
@@ -106,5 +107,5 @@ async def page(chat, action: cl.Action) -> None:
     chat.versions[message.id] = to
     step = message.to_dict()
     step["output"] = counted(versions, to)
-    await cl.context.emitter.update_step(step)
+    await door.emitter().update_step(step)
     await _send(message, to)

@@ -5,12 +5,12 @@ request and message that the user still is one. A role never comes from a name: 
 local user of a loopback server is that machine's owner, a name no one else can sign in with: web/signin.py).
 """
 
-import chainlit as cl
 
 from engine.admission import LOCAL
+from chainlit_door import sessions as door
 
 
 def current_user() -> str:
     """The name of this chat's user."""
-    user = cl.context.session.user
+    user = door.session().user
     return user.identifier if user is not None else LOCAL

@@ -3,7 +3,7 @@ box (public/context-line.js; ui/context_fill.py counts it). The chat is the one 
 only for the user signed in on that request; {"line": null} before the chat has a reply or the engine a context.
 """
 
-from chainlit_door.patches import session_of_id
+from chainlit_door.sessions import session_of_id
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -16,9 +16,9 @@ PATH = "/chat/context"
 
 
 def context_route(engine) -> APIRoute:
-    from chainlit.auth import get_current_user
+    from chainlit_door.server import request_user
 
-    async def context(request: Request, user=Depends(get_current_user)) -> JSONResponse:
+    async def context(request: Request, user=Depends(request_user())) -> JSONResponse:
         session = session_of_id(request.cookies.get(SESSION_COOKIE))
         owner = getattr(getattr(session, "user", None), "identifier", None)
         chat = chat_state.made(session) if session is not None and owner == getattr(user, "identifier", None) \

@@ -191,9 +191,9 @@ class Guard:
 
 
 def _upload_limit_mb() -> int:
-    from chainlit.config import config
+    from chainlit_door.server import config
 
-    return config.features.spontaneous_file_upload.max_size_mb
+    return config().features.spontaneous_file_upload.max_size_mb
 
 
 def _upload_fits(headers: dict) -> bool:
@@ -229,7 +229,9 @@ def install(*, loopback: bool, signin: bool, settings, api_paths) -> None:
     (a `-w` reload finds the app already serving with them). Raises GuardNotInstalled where Chainlit's app
     already serves without the guard (Starlette builds its middleware at the first request and never again):
     the app must not start unguarded."""
-    from chainlit.server import app
+    from chainlit_door.server import web_app
+
+    app = web_app()
     from starlette.middleware import Middleware
     from starlette.middleware.cors import CORSMiddleware
 

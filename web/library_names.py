@@ -20,9 +20,9 @@ PATH = "/library/names"
 
 def names_route(layer) -> APIRoute:
     """The route, reading `layer` (the history's data layer; None: the history is off, so no library)."""
-    from chainlit.auth import get_current_user
+    from chainlit_door.server import request_user
 
-    async def names(user=Depends(get_current_user)) -> JSONResponse:
+    async def names(user=Depends(request_user())) -> JSONResponse:
         if user is None:  # no sign-in exists (the history is off), so nobody is known to own a library
             return JSONResponse({"detail": "Not signed in"}, status_code=401)
         documents = await library.documents(layer, user.identifier) if layer is not None else []

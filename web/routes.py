@@ -6,7 +6,9 @@ router (the API's routes, the library's names, the engine's start line)."""
 def put_first(kind: str, *routes) -> None:
     """`routes`, each marked as of `kind`, first in Chainlit's router, in place of the routes of that kind that an
     earlier load put there."""
-    from chainlit.server import app
+    from chainlit_door.server import web_app
+
+    app = web_app()
 
     present = app.router.routes
     present[:] = [route for route in present if getattr(route, "app_route_kind", None) != kind]

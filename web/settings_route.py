@@ -4,7 +4,7 @@ request (Chainlit's `get_current_user`, checked each time by web/users.py): anot
 nothing. A `-w` reload replaces the route rather than adding a second one.
 """
 
-from chainlit_door.patches import enter, session_of_id
+from chainlit_door.sessions import enter, session_of_id
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -17,9 +17,9 @@ SESSION_COOKIE = "X-Chainlit-Session-id"  # set by Chainlit's page before it ope
 
 
 def reset_route(engine, layer) -> APIRoute:
-    from chainlit.auth import get_current_user
+    from chainlit_door.server import request_user
 
-    async def reset(request: Request, user=Depends(get_current_user)) -> JSONResponse:
+    async def reset(request: Request, user=Depends(request_user())) -> JSONResponse:
         session = session_of_id(request.cookies.get(SESSION_COOKIE))
         owner = getattr(getattr(session, "user", None), "identifier", None)
         if session is None or owner != getattr(user, "identifier", None):

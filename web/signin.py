@@ -65,7 +65,7 @@ def ensure_secret(loopback: bool, data_dir: Path) -> None:
 def install(loopback: bool, layer, data_dir: Path) -> None:
     """The sign-in that fits: the local user on loopback, passwords elsewhere; none without a history."""
     import chainlit as cl
-    from chainlit.config import config
+    from chainlit_door.server import config
 
     if layer is None:
         if not loopback:
@@ -86,7 +86,7 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
         return None
 
     if not loopback:
-        config.code.header_auth_callback = None
+        config().code.header_auth_callback = None
         return
 
     @cl.header_auth_callback

@@ -16,9 +16,9 @@ PATH = "/engine/start"
 
 
 def start_route(engine) -> APIRoute:
-    from chainlit.auth import get_current_user
+    from chainlit_door.server import request_user
 
-    async def start(request: Request, user=Depends(get_current_user)) -> JSONResponse:
+    async def start(request: Request, user=Depends(request_user())) -> JSONResponse:
         state = engine.state
         said = start_line.line(state, request.headers.get("accept-language", "")[:2])
         return JSONResponse({"state": state, "line": said}, headers={"Cache-Control": "no-store"})

@@ -11,8 +11,6 @@ any message id, refuse a message of another user's chat.
 
 import json
 
-from chainlit_door.patches import check_users_each_time
-
 from history import tables
 from web.signin import LOCAL_USER, RESERVED_NAMES
 
@@ -25,11 +23,13 @@ _FEEDBACK_OWNER = ('SELECT t."userIdentifier" AS owner FROM feedbacks f JOIN ste
                    'JOIN threads t ON s."threadId" = t."id" WHERE f."id" = :id')
 
 
-def install(layer, loopback: bool) -> None:
-    """Check the user of every request and message from now on (nothing to check without a history: no sign-in)."""
-    if layer is not None:
-        check_users_each_time(lambda user: is_user(layer, loopback, user),
-                              lambda request, user: feedback_refusal(layer, request, user), REMOVED)
+def checks(layer, loopback: bool):
+    """What Chainlit's door checks at every request and message (chainlit_door.patches.install), or None: nothing
+    to check without a history (nobody signs in)."""
+    if layer is None:
+        return None
+    return (lambda user: is_user(layer, loopback, user), lambda request, user: feedback_refusal(layer, request, user),
+            REMOVED)
 
 
 async def is_user(layer, loopback: bool, user) -> bool:
