@@ -1,7 +1,7 @@
-"""The touches of Chainlit's internals outside chainlit_patches.py, each where its room needs it (web/ edits the
-server's routes and settings, history/layer.py extends the data layer), checked against the Chainlit installed
+"""What the app does with Chainlit's server through chainlit_door/server.py (web/ edits the server's routes and
+settings, history/layer.py extends the data layer), checked against the Chainlit installed
 (fast; no server): each test fails, naming the touch, when an upgrade moves what it relies on, or makes it
-unneeded. tests/test_chainlit_patches.py does the same for chainlit_patches.py; test_guard.py for the guard.
+unneeded. tests/test_chainlit_patches.py does the same for the door's patches and sessions; test_guard.py for the guard.
 """
 
 import inspect

@@ -1,4 +1,5 @@
-"""Each change chainlit_patches.py makes to Chainlit still fits the Chainlit installed (fast; no server).
+"""Each change chainlit_door/ makes to Chainlit, and each internal its sessions.py reaches, still fits the Chainlit
+installed (fast; no server).
 
 Every test checks both halves: that Chainlit still behaves as the patch assumes (so the patch is still needed, and
 still lands where it should) and that the patch changes that behaviour. A Chainlit upgrade that drops the pause,
@@ -269,3 +270,94 @@ async def test_chainlit_opens_a_thread_on_a_message_without_words_and_the_patch_
     assert kept == ["Status"], "the chip's thread is kept under the chip's name until then"
     await emitter.init_thread("How hot is the kettle?")
     assert told == [("first_interaction", {"interaction": "How hot is the kettle?", "thread_id": "t1"})]
+
+
+def test_chainlits_edit_handler_removes_later_messages_before_the_app_sees_the_edit_and_the_app_replaces_it(
+        monkeypatch):
+    """ui/edits.py answers `edit_message` itself (a refused edit keeps the chat's turns): Chainlit's own handler
+    removes every later message, and changes the edited one, before calling on_message."""
+    import chainlit.socket
+    from chainlit.server import sio
+
+    from ui import edits
+
+    handlers = sio.handlers["/"]
+    chainlits = chainlit.socket.edit_message
+    assert getattr(handlers["edit_message"], "chainlit_handler", handlers["edit_message"]) is chainlits, (
+        "Chainlit's 'edit_message' handler moved: ui/edits.py replaces it")
+    source = inspect.getsource(chainlits)
+    assert source.index("await message.remove()") < source.index("config.code.on_message(orig_message)"), (
+        "Chainlit's edit handler no longer removes the later messages before the app sees the edit: ui/edits.py "
+        "may not need to replace it")
+    assert list(inspect.signature(chainlits).parameters) == ["sid", "payload"]
+    monkeypatch.setitem(handlers, "edit_message", handlers["edit_message"])
+    edits.handle_edits(lambda: None)
+    assert handlers["edit_message"] is not chainlits and handlers["edit_message"].chainlit_handler is chainlits, (
+        "the app's edit handler is the one Socket.IO calls now")
+    assert "chat_context.get()" in source and "config.code.on_message" in inspect.getsource(
+        chainlit_sessions.rerun_message), "shown_messages and rerun_message read what Chainlit's handler reads"
+
+
+async def test_chainlit_trusts_a_signed_cookie_and_the_patch_asks_the_app_at_each_request_and_socket(monkeypatch):
+    """check_users_each_time: Chainlit's `get_current_user` checks a token's signature and age only; after the
+    patch the routes' dependency, the socket's connect and each message also ask the app."""
+    from chainlit import auth, socket
+    from chainlit.server import app, sio
+
+    assert "dependency_overrides" not in inspect.getsource(auth.get_current_user)
+    assert "get_current_user(token=token)" in inspect.getsource(socket._authenticate_connection), (
+        "Chainlit's socket no longer asks socket.get_current_user at connect: check_users_each_time must follow it")
+    monkeypatch.setattr(app, "dependency_overrides", {})
+    monkeypatch.setattr(socket, "get_current_user", socket.get_current_user)
+    monkeypatch.setitem(sio.handlers["/"], "client_message", sio.handlers["/"]["client_message"])
+    asked = []
+
+    async def is_user(user):
+        asked.append(user.identifier)
+        return user.identifier != "removed"
+
+    async def no_refusal(request, user):
+        return None
+
+    chainlit_patches.check_users_each_time(is_user, no_refusal, "removed from this server")
+    assert auth.get_current_user in app.dependency_overrides, "every route that asks for the user asks the app too"
+    assert socket.get_current_user is not auth.get_current_user, "the socket's connect asks the app too"
+    assert sio.handlers["/"]["client_message"].chainlit_handler is socket.message, (
+        "each chat message over an open socket asks the app too")
+
+    removed = types.SimpleNamespace(identifier="removed")
+
+    async def chainlits_check(token=None):
+        return removed
+
+    monkeypatch.setattr(auth, "get_current_user", chainlits_check)  # a valid cookie of a user since removed
+    chainlit_patches.check_users_each_time(is_user, no_refusal, "removed from this server")
+    assert await socket.get_current_user("a-signed-token") is None and asked == ["removed"], (
+        "a signed cookie of a removed user opens no socket")
+
+
+async def test_write_now_runs_outside_the_chats_queued_writes():
+    """Chainlit queues a chat's step writes until its first message; write_now runs a write in an HTTP context."""
+    import chainlit.data
+
+    assert "queue_until_user_message" in inspect.getsource(chainlit.data), (
+        "Chainlit no longer queues a chat's writes until its first message: write_now may be unneeded")
+    from chainlit.context import context
+
+    async def where():
+        return type(context.session).__name__
+
+    assert await chainlit_sessions.write_now(where) == "HTTPSession"
+
+
+def test_install_makes_every_change_in_one_call(monkeypatch):
+    """boot/wiring.py calls install() once: each change lands from it (and a second call, a `-w` reload, is fine)."""
+    made = []
+    for name in ("pin_engine_modules", "drop_constructor_pauses", "tolerate_quiet_servers", "bound_settings_changes",
+                 "open_threads_at_first_words", "own_upload_folder", "keep_empty_uploads"):
+        monkeypatch.setattr(chainlit_patches, name, lambda name=name: made.append(name))
+    monkeypatch.setattr(chainlit_patches, "check_users_each_time", lambda *checks: made.append(checks))
+    chainlit_patches.install()
+    assert len(made) == 7, "without a history nobody signs in: no user check"
+    chainlit_patches.install(("is_user", "refusal", "removed"))
+    assert made[-1] == ("is_user", "refusal", "removed") and len(made) == 15

@@ -9,9 +9,9 @@
 - lifetime/ (what outlives `-w` reloads, background tasks) imports nothing of the project; no package imports a
   top-level module.
 - Background tasks outside engine/ start through `lifetime.tasks.spawn`, which keeps them until they end.
-- Chainlit's internals (its session registry, socket handlers, server module) are reached through
-  chainlit_patches.py only, where tests/test_chainlit_patches.py checks each against the Chainlit installed;
-  web/ (routes and middleware) and history/layer.py (the data layer it extends) are the other two doors.
+- Chainlit beyond its public `cl.` API (its config, data layer, context, sign-in, server, sessions, sockets,
+  emitter) is reached through chainlit_door/ only (and app.py's hooks), where tests/test_chainlit_patches.py and
+  tests/test_chainlit_doors.py check each reach against the Chainlit installed.
 - A chat's state lives in one object (ui/chat_state.py): the app keeps nothing in `cl.user_session`, whose keys
   Chainlit stores with the thread when the chat closes.
 """
