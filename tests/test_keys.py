@@ -228,7 +228,7 @@ def output(prompt: int, cached: int, *choices: tuple[int, int]):
 
 
 @pytest.mark.parametrize("kind", ["DELTA", "FINAL_ONLY"])
-async def test_an_api_requests_tokens_are_read_from_the_engines_outputs(kind):
+async def test_an_api_request_runs_at_its_admissions_priority_and_its_tokens_are_read_from_its_outputs(kind):
     delta = kind == "DELTA"
     outputs = [output(12, 8, (0, 1), (1, 1)), output(12, 8, (0, 2), (1, 1))] if delta else \
         [output(12, 8, (0, 3), (1, 2))]
