@@ -152,9 +152,8 @@ async def first_tokens(model: str, prefix_caching: bool) -> dict:
     from engine.reports import Stats
     from engine.settings import Sampling, load_settings
 
-    engine = ChatEngine(load_settings(model=model, preset="cpu"))
-    if not prefix_caching:
-        engine._engine_kwargs = _without_prefix_cache(engine._engine_kwargs)
+    engine = ChatEngine(load_settings(model=model, preset="cpu"),
+                        engine_args=None if prefix_caching else {"enable_prefix_caching": False})
     await engine.ensure_started()
     question = LABELLED["questions"][1]["q"]
     passages = "\n\n".join(f"[{n}] kettle-manual.txt, passage {n}:\n" + "\n\n".join(
@@ -175,12 +174,6 @@ async def first_tokens(model: str, prefix_caching: bool) -> dict:
     finally:
         engine.shutdown()
     return row
-
-
-def _without_prefix_cache(make):
-    def kwargs(plan, folder):
-        return {**make(plan, folder), "enable_prefix_caching": False}
-    return kwargs
 
 
 def tokenizer_rows() -> list[dict]:

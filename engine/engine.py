@@ -1,46 +1,42 @@
-"""The one vLLM engine of the process as a state machine: start, stream, abort, switch preset, sleep, status, stop.
+"""The one vLLM engine of the process as a state machine: start, switch preset, sleep, wake, stop.
 
-Every chat and the API share one `ChatEngine`. Its state (`TRANSITIONS`: stopped, starting, ready, switching,
-falling asleep, asleep, waking, failed) changes only in the steps below, under one lock; what runs in each state
-is a `VllmHost` (engine/hosting.py: vLLM's engine, its processes and memory). It starts lazily on the first
-request; callers arriving meanwhile share that start (and its progress reports). After `CHAT_IDLE_MINUTES` with
-nothing running it falls asleep (engine/idle.py), and the next request wakes it through the same start. The engine
-lives in a module object that survives Chainlit's `-w` re-imports (`shared_engine()`), so a reload never builds a
-second engine on the GPU.
+Every chat and the API share one `ChatEngine`, the embedded backend of the contract (engine/backend.py). Its state
+(`TRANSITIONS`: stopped, starting, ready, switching, falling asleep, asleep, waking, failed) changes only in the
+steps below, each step through the table under one lock (`_step`); the long steps (start, switch, sleep, wake) run
+one at a time under an asyncio lock, and a shutdown, from any thread, takes the state's lock alone. What runs in
+each state is a `VllmHost` (engine/hosting.py: vLLM's engine, its processes and memory, its preparation ahead and
+the stop signals); a reply runs on it by engine/requests.py. It starts lazily on the first request; callers
+arriving meanwhile share that start (and its progress reports). After `CHAT_IDLE_MINUTES` with nothing running it
+falls asleep (engine/idle.py), and the next request wakes it through the same start. The engine lives in a module
+object that survives Chainlit's `-w` re-imports (`shared_engine()`), so a reload never builds a second engine on
+the GPU.
 """
 
 import asyncio
 import atexit
 import logging
-import os
-import signal
+import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from engine import build, download, hardware, leftovers, machine_cache, model_files, presets
-from engine.chat import build_prompt
-from engine.errors import ChatError, EngineDiedError, EngineStartError, PresetSwitchError
-from engine.admission import API, CHAT, LOCAL, WARMUP, Admission
+from engine import build, download, hardware, hosting, leftovers, model_files, presets
+from engine.admission import LOCAL, WARMUP, Admission
+from engine.backend import Backend
+from engine.errors import ChatError, EngineStartError, PresetSwitchError
+from engine.hosting import VllmHost
 from engine.idle import IdleTimer
 from engine.progress import ProgressReports
-from engine.reports import ProgressCallback, ReplyClock, Stats, Status
-from engine.sampling import engine_values
+from engine.reports import ProgressCallback, Stats, Status
+from engine.requests import ChatRequests
 from engine.settings import Sampling, Settings, load_settings
-from engine.hosting import VllmHost
 from engine.single_flight import SingleFlight
 from engine.startup import classify_start_error, plan_start
 from engine.status import engine_status
 from lifetime.runtime import RUNTIME
 
 log = logging.getLogger("engine")
-# Prompts are rendered and tokenized off the event loop (the whole chat, per message: a fifth of the chat
-# server's time with 32 multi-turn chats), in one thread: a tokenizer used by two threads at once can fail
-# with "Already borrowed".
-PROMPTS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prompts")
 WARMUP_PROMPT = "Warm-up: say hello in one short sentence."
-STOPPED_KEPT = 64  # stopped replies' costs kept for their chats to read: a chat gone meanwhile never reads its own
 # The embedded engine's states (engine.backend.STATES) and the steps between them; any other step is a bug and
 # raises. "ready" goes to "starting" when the engine died (a restart); "shutdown" goes to "stopped" from anywhere.
 TRANSITIONS = {
@@ -55,32 +51,79 @@ TRANSITIONS = {
 }
 
 
-class ChatEngine:
-    presets_locked: str | None = None  # presets can be switched: the engine is ours to size
-    serves_api = True  # its `AsyncLLM` can back the OpenAI-compatible API on the chat server
-
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self.preset_name = settings.preset
-        self.preset: presets.Preset | None = None
-        self.device: hardware.Device | None = None
-        self.dtype = "auto"
+class ChatEngine(Backend):
+    def __init__(self, settings: Settings, engine_args: dict | None = None,
+                 preset: presets.Preset | None = None):
+        """`engine_args`: vLLM engine arguments over those the preset gives (a benchmark's, e.g. no prefix
+        cache); `preset`: its values, where they are known before the start (a test of the shares that starts
+        nothing); a start sets them anew."""
+        self._preset_name = settings.preset
+        self._preset = preset
+        self._engine_args = dict(engine_args or {})
+        self._device: hardware.Device | None = None
+        self._dtype = "auto"
         self._state = "stopped"
+        self._stepping = threading.Lock()  # the state's own lock: every step, a shutdown from any thread too
         self._host: VllmHost | None = None  # what runs: the engine built for the preset, awake or asleep
-        self.closing = False  # the process is ending (Ctrl-C, SIGTERM): a dead engine is not restarted
+        self._closing = False  # the process is ending (Ctrl-C, SIGTERM): a dead engine is not restarted
         self._openai: tuple = (None, None)  # the engine client vLLM's OpenAI app was built over, and that app
         self._openai_building = asyncio.Lock()
-        self._lock = asyncio.Lock()  # one start, switch, sleep or shutdown at a time
+        self._lock = asyncio.Lock()  # one start, switch or sleep at a time
         self._progress = ProgressReports()
         self._start = SingleFlight(self._progress)
-        self._active: set[str] = set()  # the chats' request ids, to abort them
-        self._stopped: dict[str, Stats] = {}  # what stopped chat replies cost, until the chat asks (stopped_stats)
-        self.asleep_since: float | None = None  # when it fell asleep (wall clock), while nobody chats
+        self._asleep_since: float | None = None  # when it fell asleep (wall clock), while nobody chats
         self._idle = IdleTimer(settings.idle_minutes, self._busy, self.fall_asleep)
-        self._admission = Admission(  # the chats' and the API's sequences, by user
+        super().__init__(settings, Admission(  # the chats' and the API's sequences, by user
             on_change=self._idle.touch, prioritized=settings.fair_share,
-            share=lambda: settings.share(self.preset.max_num_seqs if self.preset else None))
-        self.failure: ChatError | None = None  # why the last start failed, until a retry or a switch
+            share=lambda: settings.share(self._preset.max_num_seqs if self._preset else None)))
+        self._requests = ChatRequests(self._admission, self._restart_in_background)
+        self._failure: ChatError | None = None  # why the last start failed, until a retry or a switch
+
+    # ---- what it is now, read-only -------------------------------------------------
+    @property
+    def presets_locked(self) -> str | None:
+        return None  # presets can be switched: the engine is ours to size
+
+    @property
+    def serves_api(self) -> bool:
+        return True  # its `AsyncLLM` can back the OpenAI-compatible API on the chat server
+
+    @property
+    def preset_name(self) -> str:
+        return self._preset_name
+
+    @property
+    def preset(self) -> presets.Preset | None:
+        return self._preset
+
+    @property
+    def device(self) -> hardware.Device | None:
+        """The device the preset runs on, once a start planned it."""
+        return self._device
+
+    @property
+    def dtype(self) -> str:
+        return self._dtype
+
+    @property
+    def failure(self) -> ChatError | None:
+        """Why the last start failed, until a retry or a switch."""
+        return self._failure
+
+    @property
+    def asleep_since(self) -> float | None:
+        """When it fell asleep (wall clock), while nobody chats; else None."""
+        return self._asleep_since
+
+    @property
+    def closing(self) -> bool:
+        """Whether the process is ending (Ctrl-C, SIGTERM): a dead engine is not restarted."""
+        return self._closing
+
+    @property
+    def streaming(self) -> int:
+        """Chat replies whose requests are in the engine now."""
+        return len(self._requests.active)
 
     # ---- the state machine -----------------------------------------------------
     @property
@@ -91,17 +134,22 @@ class ChatEngine:
         return self._state
 
     def _enter(self, state: str) -> None:
+        with self._stepping:
+            self._step(state)
+
+    def _step(self, state: str) -> None:
+        """One step of the table; the state's lock is held."""
         if state != self._state and state not in TRANSITIONS[self._state]:
             raise RuntimeError(f"the engine cannot go from {self._state} to {state}")
         self._state = state
 
     def _settled(self) -> str:
         """The state that what runs now stands for, once a step ends."""
-        if self._host is not None and self._host.asleep or self.asleep_since is not None and self._host is None:
+        if self._host is not None and self._host.asleep or self._asleep_since is not None and self._host is None:
             return "asleep"
         if self._host is not None and self._host.running:
             return "ready"
-        return "failed" if self.failure is not None else "stopped"
+        return "failed" if self._failure is not None else "stopped"
 
     @property
     def ready(self) -> bool:
@@ -112,22 +160,6 @@ class ChatEngine:
         """What runs now (awake or asleep), or None."""
         return self._host
 
-    def admit(self, who: str, sequences: int = 1, kind: str = CHAT):
-        """`async with engine.admit(who, n, kind) as ticket`: hold n sequences of the engine for user `who`'s chat
-        or API request while it runs, after waiting for the user's share (engine/admission.py); each entry and
-        exit is activity for the idle timer. `ticket.priority` is what to give vLLM."""
-        return self._admission.admit(who, sequences, kind)
-
-    @property
-    def admission(self):
-        """The admission, read-only for the status panel and tests: who holds and who waits."""
-        return self._admission
-
-    @property
-    def api_sequences(self) -> int:
-        """Sequences the OpenAI-compatible API has in flight (admitted by api/gate.py)."""
-        return self._admission.held(API)
-
     @property
     def client(self):
         """vLLM's `AsyncLLM` while the engine runs, else None: what the OpenAI-compatible API serves from."""
@@ -135,7 +167,7 @@ class ChatEngine:
 
     @property
     def max_model_len(self) -> int | None:
-        return self.preset.max_model_len if self.preset else None
+        return self._preset.max_model_len if self._preset else None
 
     async def openai_app(self):
         """vLLM's OpenAI app over the running engine (started first): its replies end at the chat's stop tokens
@@ -161,8 +193,8 @@ class ChatEngine:
         """
         if self.ready:
             return
-        if self.failure is not None and not retry and not self._start.running:
-            raise self.failure
+        if self._failure is not None and not retry and not self._start.running:
+            raise self._failure
         await self._start.join(self._start_locked, progress)
 
     async def _start_locked(self) -> None:
@@ -174,10 +206,10 @@ class ChatEngine:
                 return
             self._enter("starting")
             try:
-                await self._launch(self.preset_name)
+                await self._launch(self._preset_name)
             except Exception as error:
                 log.error("the engine did not start: %s", error)
-                self.failure = error if isinstance(error, ChatError) else None
+                self._failure = error if isinstance(error, ChatError) else None
                 self._enter(self._settled())
                 raise
             self._enter("ready")
@@ -189,41 +221,42 @@ class ChatEngine:
         began = time.monotonic()
         await self._progress.emit("Waking the engine" if waking else "Checking the device and the model", began)
         plan = await asyncio.to_thread(plan_start, name, self.settings)
-        self.device, self.preset, self.dtype = plan.device, plan.preset, plan.dtype
-        build.use_environment(self.device.kind)
+        self._device, self._preset, self._dtype = plan.device, plan.preset, plan.dtype
+        build.use_environment(self._device.kind)
         if plan.download:
             folder = await download.fetch(self.settings, lambda text: self._progress.emit(text, began))
         else:
             folder = await asyncio.to_thread(download.local_folder, self.settings)
-        stage = f"Loading {self.settings.model} ({self.preset.name} preset)"
-        self._host = VllmHost(self.device)
+        stage = f"Loading {self.settings.model} ({self._preset.name} preset)"
+        self._host = VllmHost(self._device)
         try:
             await self._host.build(
                 self._engine_kwargs(plan, folder), lambda: self._progress.emit(stage, began),
-                lambda error, output: classify_start_error(error, self.settings.model, self.preset, output))
+                lambda error, output: classify_start_error(error, self.settings.model, self._preset, output))
             if self.settings.warmup:
                 await self._progress.emit("Warming up", began)
                 await self._warm_up()
         except BaseException:  # a start that failed (or was cancelled) leaves nothing running
             await asyncio.shield(self._stop_host())
             raise
-        self.preset_name, self.failure, self.asleep_since = name, None, None
+        self._preset_name, self._failure, self._asleep_since = name, None, None
         self._idle.start()
         await self._progress.emit("Ready", began, done=True, notice="" if waking else plan.notice)
-        log.info("engine ready: %s preset on %s in %.1f s", self.preset.name, self.device.name,
+        log.info("engine ready: %s preset on %s in %.1f s", self._preset.name, self._device.name,
                  time.monotonic() - began)
 
     def _engine_kwargs(self, plan, folder) -> dict:
         kwargs = presets.engine_kwargs(
-            self.preset, str(folder), self.device.total_bytes if self.device.kind == "cuda" else None,
+            self._preset, str(folder), self._device.total_bytes if self._device.kind == "cuda" else None,
             plan.dtype, self.settings.gpus, self.settings.parallel,
         )
         kwargs["served_model_name"] = self.settings.model  # what users and API clients call it, not the folder
         if self.settings.fair_share:  # a chat goes ahead of a batch (engine/admission.py)
             kwargs["scheduling_policy"] = "priority"
         kwargs.update(model_files.engine_overrides(folder))  # the repo's first layout (engine/model_files.py)
-        if self.device.kind == "cuda" and self.settings.idle_minutes > 0:
+        if self._device.kind == "cuda" and self.settings.idle_minutes > 0:
             kwargs["enable_sleep_mode"] = True  # the idle engine gives the card back (engine/idle.py)
+        kwargs.update(self._engine_args)  # the caller's own, last (engine_args)
         return kwargs
 
     async def _warm_up(self) -> None:
@@ -234,13 +267,14 @@ class ChatEngine:
         messages = [{"role": "user", "content": WARMUP_PROMPT}]
 
         async def one(params: Sampling) -> None:
-            async for _ in self._generate(messages, params, "", uuid.uuid4().hex, who=WARMUP):
+            async for _ in self._requests.generate(self._host, self._preset.max_model_len, messages, params, "",
+                                                   uuid.uuid4().hex, who=WARMUP):
                 pass
 
         await one(sampling)
-        if self.device.kind == "cuda":  # on the CPU the first request sets up its kernels for every batch
+        if self._device.kind == "cuda":  # on the CPU the first request sets up its kernels for every batch
             await asyncio.gather(*(one(sampling.model_copy(update={"seed": n}))
-                                   for n in range(min(8, self.preset.max_num_seqs))))
+                                   for n in range(min(8, self._preset.max_num_seqs))))
 
     async def _stop_host(self) -> None:
         host, self._host = self._host, None
@@ -255,9 +289,9 @@ class ChatEngine:
         """Give the device back while nobody chats (the idle timer asks); False when a request or a start came
         meanwhile. A GPU engine sleeps in vLLM's sleep mode; a CPU engine, which has none, stops."""
         async with self._lock:
-            if self._busy() or self.closing:
+            if self._busy() or self._closing:
                 return False
-            self.asleep_since = time.time()  # from here on a request waits for the wake (`ready` is False)
+            self._asleep_since = time.time()  # from here on a request waits for the wake (`ready` is False)
             self._enter("falling asleep")
             try:
                 if self._host.sleeps_on_device:
@@ -283,14 +317,14 @@ class ChatEngine:
                     await self._host.wake_up()
                 except Exception as error:
                     log.warning("waking the engine failed (%s: %s); starting it anew", type(error).__name__, error)
-                    await self._launch(self.preset_name, waking=True)
+                    await self._launch(self._preset_name, waking=True)
                 else:
-                    self.asleep_since = None
+                    self._asleep_since = None
                     self._idle.start()
                     await self._progress.emit("Ready", began, done=True)
                     log.info("engine awake in %.2f s", time.monotonic() - began)
             else:  # stopped on the CPU: a start with the same preset
-                await self._launch(self.preset_name, waking=True)
+                await self._launch(self._preset_name, waking=True)
         except Exception as error:
             log.error("the engine did not wake: %s", error)
             self._enter("asleep")
@@ -310,7 +344,7 @@ class ChatEngine:
         self._progress.add(progress)
         try:
             async with self._lock:
-                self.failure = None  # a switch is a new attempt
+                self._failure = None  # a switch is a new attempt
                 self._enter("switching")
                 try:
                     return await self._switch_locked(name, before_stop)
@@ -322,14 +356,14 @@ class ChatEngine:
     async def _switch_locked(self, name: str, before_stop) -> bool:
         began = time.monotonic()
         await self._progress.emit("Checking the preset", began)
-        previous = self.preset_name
+        previous = self._preset_name
         try:
             plan = await asyncio.to_thread(plan_start, name, self.settings, self._held_gpu_bytes())
         except ChatError as error:
             raise PresetSwitchError(name, previous, error) from error
-        runs = self._host is not None and self._host.running or self.asleep_since is not None
-        if runs and (plan.preset, plan.dtype) == (self.preset, self.dtype):
-            self.preset_name = name
+        runs = self._host is not None and self._host.running or self._asleep_since is not None
+        if runs and (plan.preset, plan.dtype) == (self._preset, self._dtype):
+            self._preset_name = name
             await self._progress.emit(f"'{plan.preset.name}' already runs", began, done=True)
             return False
         if before_stop is not None:
@@ -357,19 +391,21 @@ class ChatEngine:
 
     def _held_gpu_bytes(self) -> int:
         """GPU memory the running engine holds (what a switch gets back before the new one starts)."""
-        if self._host is None or self.device is None or self.device.kind != "cuda":
+        if self._host is None or self._device is None or self._device.kind != "cuda":
             return 0
         return self._host.held_bytes() or 0
 
     # ---- stop ------------------------------------------------------------------
     def shutdown(self) -> None:
         """Stop the engine and its processes; safe to call any number of times, from any thread (during vLLM's
-        build too: engine/hosting.py)."""
-        host = self._host
+        build too: engine/hosting.py). A step of the table like any other, under the state's lock (every state
+        has it: the process ends, or a test is done with the engine); what ran is taken in the same step and
+        stopped after it, so that no other step waits on its processes."""
+        with self._stepping:
+            host, self._host = self._host, None
+            self._step("stopped")
         if host is not None:
             host.shutdown()
-        self._host = None
-        self._enter("stopped")  # every state has this step: the process ends, or a test is done with it
 
     def expect_stop_on_signals(self) -> None:
         """From Ctrl-C or SIGTERM on, the engine's end is the stop the user asked for, not a crash.
@@ -377,40 +413,20 @@ class ChatEngine:
         The engine's processes run apart from the terminal (vllm_patches.engine_processes_apart), but a service
         manager's SIGTERM to the whole service can still reach them before the app's own shutdown begins;
         and a reply that fails meanwhile must not start a new engine. Call from the main thread once the web
-        server has installed its handlers; they still run after this one.
+        server has installed its handlers; they still run after this one (engine/hosting.py).
         """
-        for number in (signal.SIGINT, signal.SIGTERM):
-            previous = signal.getsignal(number)
+        hosting.on_stop_signals(self._closing_now)
 
-            def handler(signum, frame, previous=previous):
-                self.closing = True
-                if self._host is not None:
-                    self._host.stopped.set()
-                if callable(previous):
-                    previous(signum, frame)
-                elif previous != signal.SIG_IGN:  # the default action: end the process
-                    signal.signal(signum, signal.SIG_DFL)
-                    os.kill(os.getpid(), signum)
-
-            signal.signal(number, handler)
+    def _closing_now(self) -> None:
+        self._closing = True
+        if self._host is not None:
+            self._host.stopped.set()
 
     def preload(self) -> None:
-        """Import vLLM ahead of the first start (it takes seconds), have it inspect the model's class (once
-        per machine: `build.inspect_model_ahead`) and, for a GPU engine, have FlashInfer's sampling kernels
-        compiled meanwhile (once per machine: engine/machine_cache.py); safe to call from a thread, which it
-        keeps until that compilation ends."""
-        compiling = None
-        try:
-            gpu = None if self.settings.device == "cpu" or hardware.cpu_build() else hardware.gpu()
-            compiling = machine_cache.compile_ahead(gpu.name) if gpu else None
-            build.import_engine_modules()
-            build.inspect_model_ahead(download.local_folder(self.settings))  # its folder, if it is here
-        except Exception:
-            log.exception("preparing vLLM ahead of time failed; the first start does it again")
-        if compiling is not None:
-            compiling.wait()
+        """Prepare vLLM ahead of the first start (engine/hosting.py); safe to call from a thread."""
+        hosting.preload(self.settings)
 
-    # ---- requests --------------------------------------------------------------
+    # ---- requests (engine/requests.py) --------------------------------------------
     async def stream(self, messages: list[dict], sampling: Sampling | None = None,
                      system_prompt: str | None = None, request_id: str | None = None,
                      continue_reply: bool = False, user: str | None = None) -> AsyncIterator[str | Stats]:
@@ -419,67 +435,14 @@ class ChatEngine:
         chat it is (its share of the engine); None is the local user."""
         await self.ensure_started()
         system = self.settings.system_prompt if system_prompt is None else system_prompt
-        async for item in self._generate(messages, sampling or self.settings.sampling(), system,
-                                         request_id or uuid.uuid4().hex, continue_reply, user or LOCAL):
+        async for item in self._requests.generate(
+                self._host, self._preset.max_model_len, messages, sampling or self.settings.sampling(), system,
+                request_id or uuid.uuid4().hex, continue_reply, user or LOCAL):
             yield item
-
-    async def _generate(self, messages, sampling: Sampling, system: str, request_id: str,
-                        continue_reply: bool = False, who: str = LOCAL):
-        from vllm import SamplingParams
-        from vllm.sampling_params import RequestOutputKind
-
-        from engine.top_p import hand_over
-
-        host = self._host
-        if host is None or host.llm is None:
-            raise EngineDiedError("it is not running")
-        llm = host.llm
-        generated = cached = 0
-        finish, clock, prompt = None, None, None
-        # from the first moment: `saturated()` must count it while its prompt is built
-        async with self.admit(who, 1, CHAT) as used:
-            self._active.add(request_id)
-            try:
-                prompt = await asyncio.get_running_loop().run_in_executor(
-                    PROMPTS, build_prompt, host.tokenizer, system, messages, self.preset.max_model_len,
-                    sampling.max_tokens, continue_reply)
-                params = hand_over(SamplingParams(  # top p by the engine's processor (engine/top_p.py)
-                    **engine_values(sampling), max_tokens=prompt.max_tokens,
-                    ignore_eos=sampling.ignore_eos, seed=sampling.seed,
-                    stop_token_ids=None if sampling.ignore_eos else host.stop_ids,
-                    output_kind=RequestOutputKind.DELTA,
-                ), llm)
-                clock = ReplyClock()
-                used.prompt = len(prompt.token_ids)
-                async for out in llm.generate({"prompt_token_ids": prompt.token_ids}, params, request_id,
-                                              priority=used.priority):  # a chat before a batch (admission.py)
-                    completion = out.outputs[0]
-                    generated += len(completion.token_ids)
-                    used.reply, used.cached = generated, out.num_cached_tokens or 0  # so far, if it is stopped
-                    clock.arrived(tokens=bool(completion.token_ids))
-                    if completion.text:
-                        yield completion.text
-                    if out.finished:
-                        finish, cached = completion.finish_reason, out.num_cached_tokens or 0
-            except (asyncio.CancelledError, GeneratorExit):
-                if clock is not None:  # the cost up to the stop, for the stopped reply's cost line
-                    self._stopped = dict(list(self._stopped.items())[-STOPPED_KEPT + 1:])
-                    self._stopped[request_id] = clock.stats(prompt, sampling.max_tokens, generated, used.cached,
-                                                            "abort", self.preset.max_model_len)
-                await host.abort(request_id)
-                raise
-            except Exception as error:
-                if llm.errored:
-                    self._restart_in_background()
-                    raise EngineDiedError(type(error).__name__) from error
-                raise
-            finally:
-                self._active.discard(request_id)
-        yield clock.stats(prompt, sampling.max_tokens, generated, cached, finish, self.preset.max_model_len)
 
     def stopped_stats(self, request_id: str) -> Stats | None:
         """What the reply of `request_id` cost up to its Stop (once; None when it was not stopped here)."""
-        return self._stopped.pop(request_id, None)
+        return self._requests.stopped_stats(request_id)
 
     def _restart_in_background(self) -> None:
         """After the engine died, start a new one now; the next message joins that start."""
@@ -489,28 +452,27 @@ class ChatEngine:
             except Exception:
                 log.exception("restarting the engine failed; the next message will try again")
 
-        if not self._start.running and not self.closing:
+        if not self._start.running and not self._closing:
             asyncio.get_running_loop().create_task(restart())
 
     def saturated(self, user: str | None = None) -> bool:
         """True when a new request of `user` (None: the local user) would wait: every sequence slot is taken (by
         chats or the API), or that user's share is."""
-        if self.preset is None:
+        if self._preset is None:
             return False
         share = self._admission.share
-        return self._admission.held() >= self.preset.max_num_seqs or (
+        return self._admission.held() >= self._preset.max_num_seqs or (
             share is not None and self._admission.held_by(user or LOCAL) >= share)
 
     async def abort(self, request_id: str) -> None:
         """Stop one request in the engine; its stream ends with finish reason 'abort'."""
-        if self._host is not None and self._host.llm is not None and request_id in self._active:
-            await self._host.abort(request_id)
+        await self._requests.abort(self._host, request_id)
 
     async def abort_all(self) -> None:
         """Stop every request in the engine, the chats' and the API's (before the engine stops)."""
         if self._host is None or await self._host.abort_every_request():
             return
-        for request_id in list(self._active):  # vLLM could not (said in the log): the chats' one by one
+        for request_id in self._requests.active:  # vLLM could not (said in the log): the chats' one by one
             await self.abort(request_id)
 
     # ---- status ----------------------------------------------------------------
@@ -523,10 +485,6 @@ class ChatEngine:
         the CPU its processes' memory (none while asleep: it stopped)."""
         held = self._host.held_bytes() if self._host is not None else None
         return None if held is None else held / presets.GIB
-
-    @property
-    def chat_requests(self) -> int:
-        return self._admission.held(CHAT)
 
 
 def shared_engine():

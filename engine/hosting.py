@@ -4,15 +4,18 @@
 it starts and stops: vLLM's `AsyncLLM` and the tokenizer the prompts are made with, every process vLLM started
 for it (known from the first moment of the build, so that a shutdown during the build ends them too), the GPU
 memory it holds above what was in use before, and vLLM's sleep mode on a GPU. One host per engine built; a
-switch or a restart builds a new one.
+switch or a restart builds a new one. Beside it, what the process does for vLLM before and after any host: vLLM
+prepared ahead of the first start (`preload`), and Ctrl-C or SIGTERM seen as the stop asked for (`on_stop_signals`).
 """
 
 import asyncio
 import logging
+import os
+import signal
 import threading
 from collections.abc import Awaitable, Callable
 
-from engine import build, hardware, vllm_patches
+from engine import build, download, hardware, machine_cache, vllm_patches
 from engine.chat import stop_token_ids
 from engine.output_tail import OutputTail
 from lifetime.runtime import kept
@@ -128,3 +131,37 @@ class VllmHost:
             used = hardware.gpu_used_bytes()
             return None if used is None else max(used - (self._gpu_baseline or 0), 0)
         return hardware.memory_bytes(list(self.pids))
+
+
+def preload(settings) -> None:
+    """Import vLLM ahead of the first start (it takes seconds), have it inspect the model's class (once per
+    machine: `build.inspect_model_ahead`) and, for a GPU engine, have FlashInfer's sampling kernels compiled
+    meanwhile (once per machine: engine/machine_cache.py); safe to call from a thread, which it keeps until that
+    compilation ends."""
+    compiling = None
+    try:
+        gpu = None if settings.device == "cpu" or hardware.cpu_build() else hardware.gpu()
+        compiling = machine_cache.compile_ahead(gpu.name) if gpu else None
+        build.import_engine_modules()
+        build.inspect_model_ahead(download.local_folder(settings))  # its folder, if it is here
+    except Exception:
+        log.exception("preparing vLLM ahead of time failed; the first start does it again")
+    if compiling is not None:
+        compiling.wait()
+
+
+def on_stop_signals(stopping: Callable[[], None]) -> None:
+    """Call `stopping()` on Ctrl-C or SIGTERM, then whatever handled the signal before (the web server's), or
+    its default action. Call from the main thread once the web server has installed its handlers."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(number)
+
+        def handler(signum, frame, previous=previous):
+            stopping()
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:  # the default action: end the process
+                signal.signal(signum, signal.SIG_DFL)
+                os.kill(os.getpid(), signum)
+
+        signal.signal(number, handler)

@@ -23,7 +23,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from engine.admission import API, CHAT, LOCAL, Admission
+from engine.admission import CHAT, LOCAL, Admission
+from engine.backend import Backend
 from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError
 from engine.progress import ProgressReports
@@ -39,23 +40,17 @@ KEEPALIVE_S = 2.0  # how long an idle connection to the server is kept for the n
 CONTINUE = {"continue_final_message": True, "add_generation_prompt": False}  # vLLM: go on writing the last reply
 
 
-class RemoteEngine:
-    presets_locked = "The vLLM server owns its memory: its size is chosen where it runs, not here."
-    serves_api = False  # the server answers the OpenAI API itself
-    asleep_since = None  # the server owns its memory: it never sleeps on this app's behalf
-
+class RemoteEngine(Backend):
     def __init__(self, settings: Settings, transport: httpx.MockTransport | None = None):
         """`transport`: where its HTTP requests go instead of the network (a fast test's vLLM server)."""
-        self.settings = settings
+        super().__init__(settings, Admission(  # the chats' sequences by user (the server answers the API itself)
+            share=lambda: settings.share(None), prioritized=settings.fair_share))
         self._transport = transport
-        self.url = settings.engine_url.rstrip("/")
-        self.root = self.url.removesuffix("/v1")
-        self.preset_name, self.preset = "remote", None
-        self.model: str | None = None
-        self.max_model_len: int | None = None
-        self.starting, self.failure = False, None
-        self._admission = Admission(  # the chats' sequences by user (the server answers the API itself)
-            share=lambda: settings.share(None), prioritized=settings.fair_share)
+        self._url = settings.engine_url.rstrip("/")
+        self._root = self._url.removesuffix("/v1")
+        self._model: str | None = None
+        self._max_model_len: int | None = None
+        self._starting, self._failure = False, None
         self._priority_refused = False  # the server refused a request's priority: sent without it since
         self._up = False
         self._gauges: dict[str, float] = {}
@@ -69,22 +64,53 @@ class RemoteEngine:
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client: httpx.AsyncClient | None = None
 
-    def admit(self, who: str, sequences: int = 1, kind: str = CHAT):
-        """`async with engine.admit(who, n, kind) as ticket`: hold n sequences of user `who` while a request runs,
-        after waiting for their share (engine/admission.py)."""
-        return self._admission.admit(who, sequences, kind)
+    # ---- what it is now, read-only -------------------------------------------------
+    @property
+    def presets_locked(self) -> str | None:
+        return "The vLLM server owns its memory: its size is chosen where it runs, not here."
 
     @property
-    def admission(self):
-        return self._admission
+    def serves_api(self) -> bool:
+        return False  # the server answers the OpenAI API itself
 
     @property
-    def api_sequences(self) -> int:
-        return self._admission.held(API)
+    def preset_name(self) -> str:
+        return "remote"
+
+    @property
+    def preset(self) -> None:
+        return None  # the server's size is chosen where it runs
+
+    @property
+    def asleep_since(self) -> None:
+        return None  # the server owns its memory: it never sleeps on this app's behalf
+
+    @property
+    def url(self) -> str:
+        """The server's OpenAI API, as CHAT_ENGINE_URL says (…/v1)."""
+        return self._url
+
+    @property
+    def model(self) -> str | None:
+        """The model the server serves, once connected."""
+        return self._model
+
+    @property
+    def max_model_len(self) -> int | None:
+        return self._max_model_len
+
+    @property
+    def failure(self) -> ChatError | None:
+        """Why the last connection failed, until one succeeds."""
+        return self._failure
 
     @property
     def ready(self) -> bool:
-        return self._up and self.model is not None
+        return self._up and self._model is not None
+
+    @property
+    def state(self) -> str:
+        return "ready" if self.ready else "starting" if self._starting else "unreachable"
 
     # ---- connecting ---------------------------------------------------------------
     async def ensure_started(self, progress: ProgressCallback | None = None, retry: bool = False) -> None:
@@ -95,32 +121,32 @@ class RemoteEngine:
 
     async def _connect(self) -> None:
         began = time.monotonic()
-        self.starting = True
+        self._starting = True
         try:
-            await self._progress.emit(f"Connecting to the vLLM server at {self.url}", began)
+            await self._progress.emit(f"Connecting to the vLLM server at {self._url}", began)
             await self._read_models()
-            self._up, self.failure = True, None
+            self._up, self._failure = True, None
             if self._watch is None or self._watch.done():
                 self._watch = asyncio.get_running_loop().create_task(self._keep_watching())
-            await self._progress.emit("Ready", began, done=True, notice=f"Serving {self.model} from {self.url}.")
-            log.info("using the vLLM server at %s (%s, context %s)", self.url, self.model, self.max_model_len)
+            await self._progress.emit("Ready", began, done=True, notice=f"Serving {self._model} from {self._url}.")
+            log.info("using the vLLM server at %s (%s, context %s)", self._url, self._model, self._max_model_len)
         except ChatError as error:
-            self.failure = error
+            self._failure = error
             raise
         finally:
-            self.starting = False
+            self._starting = False
 
     async def _read_models(self) -> None:
         try:
             async with httpx.AsyncClient(timeout=CONNECT_TIMEOUT_S, headers=self._headers,
                                          transport=self._transport) as http:
-                response = await http.get(f"{self.url}/models")
+                response = await http.get(f"{self._url}/models")
                 response.raise_for_status()
             card = response.json()["data"][0]
         except (httpx.HTTPError, ValueError, KeyError, IndexError) as error:
             self._up = False
-            raise RemoteEngineError(self.url, _describe(error)) from error
-        self.model, self.max_model_len = card["id"], card.get("max_model_len")
+            raise RemoteEngineError(self._url, _describe(error)) from error
+        self._model, self._max_model_len = card["id"], card.get("max_model_len")
 
     async def _keep_watching(self) -> None:
         """Read the server's gauges while it answers; while it does not, try it again (no user waits for this)."""
@@ -130,13 +156,13 @@ class RemoteEngine:
                 try:
                     if not self._up:
                         await self._read_models()
-                        log.info("the vLLM server at %s answers again", self.url)
-                    response = await http.get(f"{self.root}/metrics")
+                        log.info("the vLLM server at %s answers again", self._url)
+                    response = await http.get(f"{self._root}/metrics")
                     response.raise_for_status()
                     self._gauges, self._up = read_gauges(response.text), True
                 except (httpx.HTTPError, ChatError) as error:
                     if self._up:
-                        log.warning("the vLLM server at %s stopped answering: %s", self.url, _describe(error))
+                        log.warning("the vLLM server at %s stopped answering: %s", self._url, _describe(error))
                     self._up = False
                 await asyncio.sleep(CHECK_EVERY_S)
 
@@ -155,11 +181,11 @@ class RemoteEngine:
             self._active[request_id] = None
             try:
                 turns = plain(messages)  # attachments written into their messages
-                if surely_fits(_with_system(system, turns), sampling.max_tokens, self.max_model_len):
+                if surely_fits(_with_system(system, turns), sampling.max_tokens, self._max_model_len):
                     prompt = Prompt([], 0, sampling.max_tokens, messages=tuple(turns))  # no need to ask the server
                 else:
                     prompt = await asyncio.to_thread(fit_prompt, self._tokenizer(system, continue_reply), messages,
-                                                     self.max_model_len, sampling.max_tokens, continue_reply)
+                                                     self._max_model_len, sampling.max_tokens, continue_reply)
                 turns = _with_system(system, list(prompt.messages))
                 async for item in self._generate(turns, sampling, prompt, request_id, continue_reply, used.priority):
                     if isinstance(item, Stats):  # the server's usage of the reply, counted to its user
@@ -174,7 +200,7 @@ class RemoteEngine:
                         priority: int = 0):
         """One streamed chat completion, its server-sent events read as plain JSON (per token, a typed client's
         objects would cost more than the rest of the chat path: docs/scaling.md)."""
-        body = {"model": self.model, "messages": turns, "max_tokens": prompt.max_tokens, "stream": True,
+        body = {"model": self._model, "messages": turns, "max_tokens": prompt.max_tokens, "stream": True,
                 **engine_values(sampling), "seed": sampling.seed,
                 "ignore_eos": sampling.ignore_eos, "stream_options": {"include_usage": True},
                 **(CONTINUE if continue_reply else {})}
@@ -182,11 +208,11 @@ class RemoteEngine:
             body["priority"] = priority
         clock, reply = ReplyClock(), _Reply()
         try:
-            async with self._http().stream("POST", f"{self.url}/chat/completions", json=body) as response:
+            async with self._http().stream("POST", f"{self._url}/chat/completions", json=body) as response:
                 if response.status_code != 200:
                     detail = (await response.aread()).decode(errors="replace")[:300]
                     if not self._refuses_priority(body, response.status_code, detail):
-                        raise RemoteEngineError(self.url, f"HTTP {response.status_code}: {detail}")
+                        raise RemoteEngineError(self._url, f"HTTP {response.status_code}: {detail}")
                 else:
                     self._active[request_id] = response
                     async for line in response.aiter_lines():
@@ -195,10 +221,10 @@ class RemoteEngine:
                             yield text
         except (httpx.HTTPError, httpx.StreamError, ValueError) as error:  # leaving `async with` closed the stream
             if request_id not in self._aborted:
-                log.warning("a reply from the vLLM server at %s failed: %s", self.url, _describe(error))
+                log.warning("a reply from the vLLM server at %s failed: %s", self._url, _describe(error))
                 if isinstance(error, httpx.TransportError):
                     self._up = False
-                raise RemoteEngineError(self.url, _describe(error)) from error
+                raise RemoteEngineError(self._url, _describe(error)) from error
         if response.status_code != 200:  # refused for its priority alone: once more without
             async for item in self._generate(turns, sampling, prompt, request_id, continue_reply):
                 yield item
@@ -206,7 +232,7 @@ class RemoteEngine:
         usage = reply.usage or {}
         yield clock.stats(prompt, sampling.max_tokens, usage.get("completion_tokens", reply.pieces),
                           (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
-                          "abort" if request_id in self._aborted else reply.finish, self.max_model_len or 0,
+                          "abort" if request_id in self._aborted else reply.finish, self._max_model_len or 0,
                           usage.get("prompt_tokens"))
 
     def _refuses_priority(self, body: dict, status: int, detail: str) -> bool:
@@ -216,7 +242,7 @@ class RemoteEngine:
             return False
         self._priority_refused = True
         log.warning("the vLLM server at %s refuses priorities (%s): chats are sent without them; start it with "
-                    "--scheduling-policy priority for chats to go first", self.url, detail)
+                    "--scheduling-policy priority for chats to go first", self._url, detail)
         return True
 
     def _http(self) -> httpx.AsyncClient:
@@ -232,16 +258,16 @@ class RemoteEngine:
     def _tokenizer(self, system: str, continue_reply: bool = False):
         """`render(turns) -> token ids` by the server's own chat template and tokenizer (its /tokenize)."""
         def render(turns: list[dict]) -> list[int]:
-            body = {"model": self.model, "messages": _with_system(system, turns),
+            body = {"model": self._model, "messages": _with_system(system, turns),
                     **(CONTINUE if continue_reply else {"add_generation_prompt": True})}
             try:
                 with httpx.Client(headers=self._headers, timeout=CONNECT_TIMEOUT_S,
                                   transport=self._transport) as http:  # a mock transport serves both
-                    response = http.post(f"{self.root}/tokenize", json=body)
+                    response = http.post(f"{self._root}/tokenize", json=body)
                 response.raise_for_status()
                 return response.json()["tokens"]
             except (httpx.HTTPError, ValueError, KeyError) as error:
-                raise RemoteEngineError(self.url, _describe(error)) from error
+                raise RemoteEngineError(self._url, _describe(error)) from error
         return render
 
     def stopped_stats(self, request_id: str) -> Stats | None:
@@ -269,8 +295,8 @@ class RemoteEngine:
         gauges = self._gauges if self.ready else {}
         return Status(
             state=self.state,
-            preset="remote", purpose=f"the vLLM server at {self.url}", device=self.url,
-            max_model_len=self.max_model_len, needs_gib=None, memory_used_gib=None,
+            preset="remote", purpose=f"the vLLM server at {self._url}", device=self._url,
+            max_model_len=self._max_model_len, needs_gib=None, memory_used_gib=None,
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
@@ -282,10 +308,6 @@ class RemoteEngine:
         """None: the remote server serves its own API (`serves_api` is False)."""
         return None
 
-    @property
-    def state(self) -> str:
-        return "ready" if self.ready else "starting" if self.starting else "unreachable"
-
     def expect_stop_on_signals(self) -> None:
         """Nothing to mark: the server's engine is not this process's to stop."""
 
@@ -293,8 +315,7 @@ class RemoteEngine:
         """Nothing runs here to stop; the background check ends at its next turn."""
         self._closed = True
 
-    @staticmethod
-    def preload() -> None:
+    def preload(self) -> None:
         """Nothing to import ahead of time: no engine runs in this process."""
 
 

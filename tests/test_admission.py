@@ -150,8 +150,7 @@ async def test_chats_go_before_api_requests_in_the_engine_and_without_shares_nob
                                                    (None, 2, 1), (5, 16, 5), (0, 16, None)])
 def test_the_share_is_the_preset_s_slots_but_an_eighth_unless_the_operator_sets_it(setting, slots, share):
     custom = Preset(**{**TEST_PRESET, "max_num_seqs": slots})
-    engine = ChatEngine(load_settings(preset="custom", custom_preset=custom, user_share=setting))
-    engine.preset = custom
+    engine = ChatEngine(load_settings(preset="custom", custom_preset=custom, user_share=setting), preset=custom)
     assert engine.admission.share == share
     assert engine.admission.prioritized == (setting != 0)
 
@@ -160,8 +159,7 @@ async def test_the_status_panel_says_how_many_wait_for_their_share():
     from ui.text import status_text
 
     custom = Preset(**{**TEST_PRESET, "max_num_seqs": 4})  # a share of 3
-    engine = ChatEngine(load_settings(preset="custom", custom_preset=custom))
-    engine.preset = custom
+    engine = ChatEngine(load_settings(preset="custom", custom_preset=custom), preset=custom)
     requests = Requests(engine.admission)
     for n in range(5):
         requests.send(f"ann{n}", "ann")

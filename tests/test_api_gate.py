@@ -116,8 +116,8 @@ async def test_too_many_sequences_are_refused_before_the_engine_starts(tmp_path)
 
 
 async def test_saturated_counts_the_apis_sequences(tmp_path):
-    engine = ChatEngine(load_settings(model=str(tmp_path), preset="custom", custom_preset=TEST_PRESET))
-    engine.preset = planned_preset(engine)
+    settings = load_settings(model=str(tmp_path), preset="custom", custom_preset=TEST_PRESET)
+    engine = ChatEngine(settings, preset=planned_preset(ChatEngine(settings)))
     async with engine.admit("ann", TEST_PRESET["max_num_seqs"] - 1, API):
         assert not engine.saturated() and engine.status().api_sequences == TEST_PRESET["max_num_seqs"] - 1
         async with engine.admit("bob"):  # one chat more takes the last slot: an API request's n counts as chats do

@@ -48,7 +48,7 @@ async def test_closing_the_stream_aborts_the_request_in_the_engine(engine):
         break
     await stream.aclose()
     # vLLM's gauges follow at its next step, which a busy machine can hold back for seconds
-    await until(lambda: not engine._active and engine.status().requests_running == 0
+    await until(lambda: engine.streaming == 0 and engine.status().requests_running == 0
                 and engine.status().requests_waiting == 0, 30, "no request running or waiting")
 
 

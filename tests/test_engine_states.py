@@ -50,8 +50,8 @@ def quiet_engine(tmp_path, monkeypatch):
         if name in chat_engine.refuse:
             raise EngineStartError(f"'{name}' does not fit", "Choose a smaller preset.")
         chat_engine._host = QuietHost(chat_engine.on_device)
-        chat_engine.preset, chat_engine.dtype, chat_engine.preset_name = presets.lookup(name, None), "float32", name
-        chat_engine.asleep_since = None
+        chat_engine._preset, chat_engine._dtype = presets.lookup(name, None), "float32"
+        chat_engine._preset_name, chat_engine._asleep_since = name, None
 
     async def stop():
         chat_engine.seen.append(("stop", chat_engine.state))

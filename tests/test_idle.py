@@ -93,7 +93,7 @@ async def test_stop_during_the_wake_ends_that_reply_and_the_engine_still_wakes(s
     with pytest.raises(asyncio.CancelledError):
         await waiting
     await sleepy_engine.ensure_started()  # the wake went on for whoever comes next
-    assert sleepy_engine.ready and not sleepy_engine._active
+    assert sleepy_engine.ready and sleepy_engine.streaming == 0
     assert await reply(sleepy_engine)
 
 
