@@ -2,7 +2,7 @@
 and lowest value, and what it is. Everything else is made from this table: the `Sampling` model and the settings'
 defaults (engine/settings.py, `CHAT_<NAME>` in the environment), the sidebar's sliders and their words
 (ui/sidebar.py; `setting.<name>` and `setting.<name>.tip` in ui/words/settings.py), vLLM's `SamplingParams`
-(engine/engine.py) and the remote server's request body (engine/remote.py) through `engine_values`, the export and
+(engine/requests.py) and the remote server's request body (engine/remote.py) through `engine_values`, the export and
 import (history/exchange.py) and a user's own defaults (ui/my_defaults.py) through `CHAT_SAMPLING`.
 tests/test_sampling.py checks that every option reaches each of them.
 

@@ -168,3 +168,16 @@ def test_shutdown_is_a_step_of_the_table_from_every_state():
     from engine.engine import TRANSITIONS
 
     assert all(state == "stopped" or "stopped" in steps for state, steps in TRANSITIONS.items()), TRANSITIONS
+
+
+async def test_a_shutdown_from_another_thread_waits_for_the_step_in_progress(quiet_engine):
+    import threading
+
+    await quiet_engine.ensure_started()
+    with quiet_engine._stepping:  # a step in progress holds the state's lock
+        stopping = threading.Thread(target=quiet_engine.shutdown)
+        stopping.start()
+        stopping.join(0.2)
+        assert stopping.is_alive() and quiet_engine.state == "ready", "the shutdown waits for the lock"
+    stopping.join(5)
+    assert not stopping.is_alive() and quiet_engine.state == "stopped" and quiet_engine.host is None
