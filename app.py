@@ -16,13 +16,12 @@ from boot import wiring  # noqa: E402
 from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from lifetime.tasks import spawn  # noqa: E402
-from ui import (attachments, chat_files, chat_state, chat_tools, keys, library, my_defaults, oversized, sessions,  # noqa: E402
-                settings_first, sidebar, start_line, start_note, text, usage, versions)
+from ui import (attachments, chat_state, chat_tools, chips, library, my_defaults, oversized, sessions,  # noqa: E402
+                settings_first, sidebar, start_note, text, versions)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
 from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, reply_to, stop  # noqa: E402
-from ui.text import TABLE  # noqa: E402
-from ui.words import command, say  # noqa: E402
+from ui.words import say  # noqa: E402
 
 engine, chat_history = wiring.install()
 
@@ -36,6 +35,7 @@ async def starters(user=None, language=None):
 @reported("opening the chat")
 async def start_chat():
     await chat_state.current(engine)
+    await chips.offer()
 
 
 @cl.on_chat_resume
@@ -43,6 +43,7 @@ async def start_chat():
 async def resume_chat(thread: dict):
     """A chat reopened from the history: its turns go back into the prompt, its sidebar comes back."""
     await chat_state.current(engine, thread)
+    await chips.offer()
 
 
 @cl.on_message
@@ -51,27 +52,8 @@ async def on_message(message: cl.Message):
     if (size := oversized.size_of({"metadata": message.metadata})) is not None:  # over the socket's 1 MB
         await oversized.refuse(size)
         return
-    message.command = command(message.command)  # a chip is named in the chat's language
-    if message.command == "Status" or message.content.strip() == "/status":
-        status = engine.status()
-        await cl.Message(content=text.status_text(status, start_line.line(status.state)), author="system",
-                         type=TABLE).send()
-        if message.command != "Status" or message.content.strip() in ("", "/status"):
-            return  # text typed beside the Status chip is a question too: answer it below
-    if message.command in (chat_state.EXPORT_COMMAND, chat_state.IMPORT_COMMAND):
-        await chat_files.on_command(engine, chat_history, message)
-        if message.command == chat_state.IMPORT_COMMAND or not message.content.strip():
-            return  # text typed beside Export is a question too: answered below
-    if message.command == chat_state.LIBRARY_COMMAND or message.content.strip().startswith("/library"):
-        await library.on_command(chat_history, message)
+    if await chips.dispatch(engine, chat_history, message):  # a chip, pressed or typed as its slash command
         return
-    if message.command == chat_state.KEYS_COMMAND or message.content.strip().startswith("/keys"):
-        await keys.on_command(engine, chat_history, message)
-        return
-    if message.command == chat_state.USAGE_COMMAND or message.content.strip() == "/usage":
-        await usage.on_command(engine, chat_history)
-        if message.command != chat_state.USAGE_COMMAND or message.content.strip() in ("", "/usage"):
-            return  # text typed beside the Usage chip is a question too: answered below
     if not message.content.strip() and not message.elements:
         await cl.Message(content=say("message.empty"), author="system").send()
         return

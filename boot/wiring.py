@@ -21,6 +21,7 @@ from ui import chat_state, edits, reconnect, sessions, settings_first, words
 from web import guard, signin, users
 from api.route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
+from web.chips_route import serve_chips
 from web.context_route import serve_context
 from web.settings_route import serve_reset
 from web.start_route import serve_start
@@ -57,6 +58,7 @@ def install():
     serve_start(engine)  # the engine's start as a line by the message box, before anything is sent
     serve_reset(engine, layer)  # the settings panel's Reset brings the defaults back
     serve_context(engine)  # how full the chat's context is, by the message box
+    serve_chips()  # which chips the page sends at once when pressed
     signin.install(loopback, layer, engine.settings.history_db.parent)
     chainlit_patches.install(users.checks(layer, loopback))  # every request and message checks its user
     guard.install(loopback=loopback, signin=layer is not None, settings=engine.settings, api_paths=GUARDED_PATHS)

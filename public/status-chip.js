@@ -4,12 +4,22 @@
 // an upload box in the chat (ui/file_ask.py); Keys lists the keys with New key and Revoke buttons (a name typed
 // before the chip is pressed, `new NAME`, goes with it).
 // The chip shows it is selected after React's next render, which a busy page can delay: look for up to two seconds.
-// A chip is named in the chat's language (ui/words/chat.py, ui/words/team.py): English or Chinese.
-const AT_ONCE = ["Status", "Export", "Import", "Library", "Keys", "Usage",
-                 "状态", "导出", "导入", "文档库", "密钥", "用量"];
-document.addEventListener("click", (event) => {
-  const chip = event.target.closest && event.target.closest(AT_ONCE.map((name) => `[id="command-${name}"]`).join(", "));
-  if (!chip) return;
+// Which chips act at once, by their names in every language, comes from the app (GET /chips, declared in
+// ui/chips.py); asked once signed in, and again after a failed ask.
+let atOnce = null;
+
+const chipsAtOnce = () => {
+  atOnce = atOnce || fetch("/chips", { credentials: "same-origin", headers: { Accept: "application/json" } })
+    .then((response) => (response.ok ? response.json() : Promise.reject(response.status)))
+    .then((said) => said.at_once)
+    .catch(() => {
+      atOnce = null;
+      return [];
+    });
+  return atOnce;
+};
+
+const pressSendWhenSelected = (chip) => {
   let tries = 0;
   const sendWhenSelected = () => {
     const current = document.getElementById(chip.id);
@@ -21,4 +31,14 @@ document.addEventListener("click", (event) => {
     }
   };
   setTimeout(sendWhenSelected, 50);
+};
+
+document.addEventListener("click", (event) => {
+  const chip = event.target.closest && event.target.closest('[id^="command-"]');
+  if (!chip) return;
+  chipsAtOnce().then((names) => {
+    if (names.includes(chip.id.slice("command-".length))) pressSendWhenSelected(chip);
+  });
 }, true);
+
+chipsAtOnce();

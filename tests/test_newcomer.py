@@ -316,16 +316,16 @@ def test_api_keys_are_made_and_revoked_by_pointing(app_server, browser, tmp_path
 def test_at_phone_width_every_chip_shows_its_name(app_server, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
-    from ui.words import chat
+    from ui.chips import CHIPS
 
     browser.set_window_size(390, 844)
     wait = waiter(browser)
     browser.get(app_server.url)
-    chips = [f"command-{name}" for name in chat.COMMANDS]
+    chips = [f"command-{chip.name}" for chip in CHIPS]
     wait.until(lambda d: all(d.find_elements(By.ID, chip) for chip in chips), "the chips are not all there")
     shown = {chip: browser.find_element(By.ID, chip).text.strip() for chip in chips}
     shot(browser, tmp_path, "chips-at-390.png")
-    assert shown == {f"command-{name}": name for name in chat.COMMANDS}, shown
+    assert shown == {f"command-{chip.name}": chip.name for chip in CHIPS}, shown
     width = browser.execute_script("return document.documentElement.clientWidth")
     overflowing = [chip for chip in chips
                    if browser.find_element(By.ID, chip).rect["x"] + browser.find_element(By.ID, chip).rect["width"]

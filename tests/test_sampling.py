@@ -15,7 +15,7 @@ from engine.settings import load_settings
 from harness.fake_vllm import FakeVllm
 from history import exchange
 from ui import my_defaults, sidebar
-from ui.words import TEXTS
+from ui.words import TABLES
 
 # An unusual value of each option (inside its range, not its default): it must come out where it went in
 ODD = {"temperature": 0.35, "top_p": 0.55, "max_tokens": 48, "repetition_penalty": 1.25}
@@ -35,8 +35,8 @@ def test_an_option_is_a_setting_a_slider_with_words_and_a_parsed_value(name, mon
     prefs = sidebar.defaults(settings, "cpu")
     slider = next(w for w in sidebar.widgets(settings, prefs) if w.id == name)
     assert slider.initial == ODD[name] and slider.label and slider.description
-    for language in (0, 1):
-        assert TEXTS[f"setting.{name}"][language] and TEXTS[f"setting.{name}.tip"][language]
+    for table in TABLES.values():
+        assert table[f"setting.{name}"] and table[f"setting.{name}.tip"]
     parsed = sidebar.parse({name: ODD[name]}, sidebar.defaults(load_settings(), "cpu"), settings)
     assert getattr(parsed.sampling, name) == ODD[name]
     assert name in my_defaults.KEPT

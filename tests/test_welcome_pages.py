@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine import presets
-from ui.chat_state import commands
+from ui.chips import shown
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = {"en": ROOT / "chainlit.md", "zh": ROOT / "chainlit_zh-CN.md"}
@@ -25,7 +25,7 @@ STALE = ["4, 6 or 8 GB", "4、6 或 8 GB", "first message", "第一条消息"]
 def test_the_welcome_page_names_every_chip_preset_and_limit(language):
     page = PAGES[language].read_text()
     upload = tomllib.loads((ROOT / ".chainlit" / "config.toml").read_text())["features"]["spontaneous_file_upload"]
-    chips = [command["id"] for command in commands()]
+    chips = [command["id"] for command in shown()]
     missing = [chip for chip in chips if chip not in page]
     missing += [name for name in ["auto", *presets.BUILT_IN] if f"`{name}`" not in page]
     missing += [word for word in NAMED[language] if word not in page]

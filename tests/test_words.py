@@ -1,5 +1,5 @@
-"""Every text the app writes has its English and its Chinese, with the same placeholders, and the chat's language
-picks between them (ui/words/)."""
+"""Every text the app writes has its words in every language, with the same placeholders, and the chat's language
+picks among them (ui/words/, and history/words/ for the notices the history writes itself)."""
 
 import re
 import string
@@ -7,12 +7,14 @@ import string
 import pytest
 
 from engine.presets import BUILT_IN
+from history import words as history_words
 from ui import words
-from ui.words import chat
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # texts that read the same in both languages: a technical term, a format, a Chinese starter for English readers
 SAME = {"setting.top_p", "cost.rate", "starter.hello", "starter.hello.ask", "status.context_value"}
+TABLES = {**{f"ui/{lang}": table for lang, table in words.TABLES.items()},
+          **{f"history/{lang}": table for lang, table in history_words.TABLES.items()}}
 
 
 def fields(text: str) -> set[tuple[str, str]]:
@@ -24,21 +26,33 @@ def words_of(text: str) -> str:
     return "".join(literal for literal, *_ in string.Formatter().parse(text))
 
 
-@pytest.mark.parametrize("key", sorted(words.TEXTS))
-def test_each_text_has_both_languages_with_the_same_placeholders(key):
-    english, chinese = words.TEXTS[key]
-    assert english.strip() and chinese.strip(), f"{key} lacks a language"
-    assert fields(english) == fields(chinese), f"{key}: the placeholders differ"
+def test_every_language_has_every_key_and_nothing_else():
+    assert words.LANGUAGES == ("en", "zh") and sorted(history_words.TABLES) == ["en", "zh"]
+    for name, table in TABLES.items():
+        english = (words.TEXTS if name.startswith("ui/") else history_words.TABLES["en"])
+        assert table.keys() == english.keys(), f"{name}: {sorted(table.keys() ^ english.keys())}"
+
+
+@pytest.mark.parametrize("key", sorted(words.TEXTS) + [f"history:{key}" for key in history_words.TABLES["en"]])
+def test_each_text_has_every_language_with_the_same_placeholders(key):
+    tables = history_words.TABLES if key.startswith("history:") else words.TABLES
+    key = key.removeprefix("history:")
+    english = tables["en"][key]
+    for lang, table in tables.items():
+        assert table[key].strip(), f"{key} lacks {lang}"
+        assert fields(table[key]) == fields(english), f"{key}: the placeholders of {lang} differ"
+    chinese = tables["zh"][key]
     if key not in SAME and re.search("[A-Za-z]", words_of(english)):
         assert CJK.search(chinese) and english != chinese, f"{key}: the Chinese is not Chinese"
         assert not CJK.search(english), f"{key}: the English holds Chinese"
 
 
 def test_the_tables_of_each_area_never_share_a_key():
-    from ui.words import errors, library, settings, team
+    import importlib
 
-    tables = [chat.TEXTS, settings.TEXTS, library.TEXTS, errors.TEXTS, team.TEXTS]
-    assert sum(len(t) for t in tables) == len(words.TEXTS)
+    for lang in words.LANGUAGES:
+        tables = [importlib.import_module(f"ui.words.{lang}.{area}").TEXTS for area in words.AREAS]
+        assert sum(len(t) for t in tables) == len(words.TABLES[lang]), lang
 
 
 def test_every_built_in_preset_and_engine_state_has_its_words():
@@ -47,7 +61,7 @@ def test_every_built_in_preset_and_engine_state_has_its_words():
     assert {f"preset.{name}" for name in BUILT_IN} <= set(words.TEXTS)
     assert {f"state.{state}" for state in STATES} <= set(words.TEXTS)
     for name, preset in BUILT_IN.items():
-        assert words.TEXTS[f"preset.{name}"][0] == preset.purpose, f"the {name} preset's purpose changed: say it anew"
+        assert words.TEXTS[f"preset.{name}"] == preset.purpose, f"the {name} preset's purpose changed: say it anew"
 
 
 def test_the_language_follows_the_browser_and_falls_back_to_english():
@@ -55,13 +69,14 @@ def test_the_language_follows_the_browser_and_falls_back_to_english():
     assert words.say("command.Status", "en-US") == "Status" and words.say("command.Status", "fr-FR") == "Status"
     assert words.say("command.Status") == "Status"  # outside a chat
     assert words.say("status.context_value", "zh", tokens=4096) == "4096 token"
+    assert history_words.say("not_saved", "zh-CN") == history_words.TABLES["zh"]["not_saved"]
+    assert history_words.say("not_saved", "fr-FR") == history_words.say("not_saved", None)
 
 
-def test_a_chip_is_known_by_its_name_in_either_language():
-    for name in chat.COMMANDS:
-        assert words.command(words.say(f"command.{name}", "zh")) == name
-        assert words.command(name) == name
-    assert words.command(None) is None and words.command("something else") == "something else"
+def test_a_language_lacking_a_key_says_it_in_english(monkeypatch):
+    monkeypatch.setitem(words.TABLES, "fr", {"command.Status": "État"})
+    assert words.say("command.Status", "fr-FR") == "État" and words.say("command.Keys", "fr") == "Keys"
+    assert words.in_every_language("command.Keys") == ("Keys", "密钥")
 
 
 # Values to make each of the engine's errors with, by the name of its constructor's parameter
@@ -115,18 +130,10 @@ def test_the_engines_progress_is_said_in_chinese():
 
 def test_texts_that_catch_the_engines_values_take_them_as_they_come():
     """Their values are caught as text from the engine's words: a format of a number could not apply."""
-    for key, texts in words.TEXTS.items():
+    for key in words.TEXTS:
         if key.startswith(("error.", "stage.")):
+            texts = [table[key] for table in words.TABLES.values()]
             assert not [spec for text in texts for _, _, spec, _ in string.Formatter().parse(text) if spec], key
-
-
-def test_the_page_presses_send_for_every_chip_in_either_language():
-    from pathlib import Path
-
-    script = (Path(__file__).parent.parent / "public" / "status-chip.js").read_text()
-    for name in ("Status", "Export", "Import", "Library", "Keys", "Usage"):
-        for language in ("en", "zh"):
-            assert f'"{words.say(f"command.{name}", language)}"' in script, f"{name} in {language}"
 
 
 def test_no_placeholder_shadows_the_arguments_of_say():
@@ -134,7 +141,7 @@ def test_no_placeholder_shadows_the_arguments_of_say():
     import inspect
 
     taken = set(inspect.signature(words.say).parameters) - {"values"}
-    assert not [key for key, (english, _) in words.TEXTS.items() if {name for name, _ in fields(english)} & taken]
+    assert not [key for key, english in words.TEXTS.items() if {name for name, _ in fields(english)} & taken]
 
 
 def test_chainlits_own_english_words_call_a_chat_a_chat_never_a_thread():
@@ -182,7 +189,7 @@ def test_on_a_processor_the_chinese_says_memory_not_gpu_memory_and_the_status_ta
         assert words.say("setting.preset", "zh") == "显存预设", "a GPU's memory on a GPU"
         words.on_processor(True)
         assert words.say("setting.preset", "zh") == "内存预设"
-        plain = [key for key, (_, chinese) in words.TEXTS.items() if "{" not in chinese]
+        plain = [key for key, chinese in words.TABLES["zh"].items() if "{" not in chinese]
         assert all("显存" not in words.say(key, "zh") for key in plain)
         assert words.again("device.", "CPU (2 cores)", "zh") == "CPU（2 核）"
         assert "KV cache" not in words.say("status.kv", "zh")
@@ -199,3 +206,46 @@ def test_the_contexts_fill_warns_once_the_next_message_will_cut_the_oldest_turns
     assert full and "drop the oldest turns" in said
     assert "下一条消息将舍弃" in context_fill.line(2900, 4096, 1024, "zh")[0]
     assert context_fill.line(10, None, 1024) is None, "nothing before the engine says its context"
+
+
+def test_a_chinese_chats_stored_cut_off_note_and_the_historys_notices_are_in_chinese(monkeypatch):
+    """history/ writes these itself (it cannot use ui/words/): the chat's language still picks them."""
+    import asyncio
+
+    from chainlit_door import sessions as door
+    from history import writes
+
+    class Layer:
+        async def create_step(self, step):
+            stored.append(step)
+
+    class Reply:
+        content, metadata, created_at = "写到一半", {}, "2026-01-01T00:00:00Z"
+
+        def to_dict(self):
+            return {"id": "reply", "output": self.content}
+
+    class Session:
+        language = "zh-CN"
+
+    async def saved() -> None:
+        saver = writes.ReplySaver(Reply(), Layer())
+        saver.saved_at -= writes.SAVE_EVERY_S
+        saver.shown()
+        await saver.settle()
+
+    async def notice(content):
+        said.append(content)
+
+    stored, said, session = [], [], Session()
+    monkeypatch.setattr(door, "language", lambda: session.language)
+    monkeypatch.setattr(door, "session_or_none", lambda: session)
+    monkeypatch.setattr(writes, "_notice", notice)
+    asyncio.run(saved())
+    assert stored[0]["output"] == "写到一半\n\n" + history_words.TABLES["zh"]["cut_off"]
+    assert CJK.search(history_words.TABLES["zh"]["cut_off"])
+    asyncio.run(writes.tell_failing("SQLite", OSError("disk full")))
+    assert len(said) == 1 and CJK.search(said[0]) and "SQLite" in said[0] and "disk full" in said[0], said
+    session.language = "en-US"
+    asyncio.run(saved())
+    assert stored[1]["output"].endswith(writes.CUT_OFF_NOTE), "an English chat's note is the English one"

@@ -29,13 +29,6 @@ from chainlit_door import sessions as door
 
 
 
-async def on_command(engine, layer, message: cl.Message) -> None:
-    if message.command == chat_state.EXPORT_COMMAND:
-        await export(engine, layer)
-    else:
-        await import_chat(engine, layer, message)
-
-
 def _title(turns: list[dict]) -> str:
     first = next((t["content"] for t in turns if t["role"] == "user"), "") or "Chat"
     return " ".join(first.split())[:60]

@@ -3,9 +3,10 @@
 Chainlit runs on_chat_start as a task of its own and on_chat_resume inside the socket's connection handler,
 while a message or a settings change sent at once runs as yet another task: none may assume that another has
 run. The first to ask makes the state (a chat being reopened from its stored thread, read through Chainlit's
-own owner check), sends the sidebar and the commands, and starts the engine; the others wait for the same
-making. The state is kept on Chainlit's session object, which lives exactly as long as the chat's session:
-`cl.user_session` is replaced by the thread's stored metadata when Chainlit reopens a chat.
+own owner check), sends the sidebar, and starts the engine; the others wait for the same making (the chips
+are the start and resume hooks' to send, ui/chips.py). The state is kept on Chainlit's session object, which lives
+exactly as long as the chat's session: `cl.user_session` is replaced by the thread's stored metadata when Chainlit
+reopens a chat.
 """
 
 import asyncio
@@ -17,14 +18,9 @@ from chainlit_door.sessions import resume
 from history.turns import turns_from
 from lifetime.tasks import spawn
 from ui import attachments, context_fill, my_defaults, reply, sessions, sidebar, start_note, versions
-from ui.words import say
 from chainlit_door import sessions as door
 
 STATE_ATTR = "ernie_chat_state"
-STATUS_COMMAND = "Status"
-EXPORT_COMMAND, IMPORT_COMMAND = "Export", "Import"  # ui/chat_files.py
-LIBRARY_COMMAND = "Library"  # ui/library.py
-KEYS_COMMAND, USAGE_COMMAND = "Keys", "Usage"  # ui/keys.py, ui/usage.py
 
 
 @dataclass
@@ -99,7 +95,6 @@ async def _make(engine, thread: dict | None) -> ChatState:
         state = ChatState([], await my_defaults.new_chat(sidebar.defaults(engine.settings, engine.preset_name),
                                                          engine.settings))
     await send_sidebar(engine, state.prefs)
-    await door.emitter().set_commands(commands())
     state.reply = None if thread is None else reply.stored(thread, state.turns)
     state.context_used = context_fill.used(reply.stored_stats(state.reply)) if state.reply is not None else 0
     if state.reply is not None:
@@ -111,16 +106,6 @@ async def _make(engine, thread: dict | None) -> ChatState:
     if not engine.ready:
         spawn(_start_engine(engine, state))  # start now: the first reply waits less
     return state
-
-
-def commands() -> list[dict]:
-    """The chips beside the message box: the status, a chat's export and import, the user's library, API keys and
-    usage, named in the chat's language (Chainlit shows a command's id on its chip; app.py knows them by their
-    English names)."""
-    icons = {STATUS_COMMAND: "gauge", EXPORT_COMMAND: "download", IMPORT_COMMAND: "upload", LIBRARY_COMMAND: "library",
-             KEYS_COMMAND: "key", USAGE_COMMAND: "activity"}
-    return [{"id": say(f"command.{name}"), "icon": icon, "description": say(f"command.{name}.tip"), "button": True}
-            for name, icon in icons.items()]
 
 
 async def _start_engine(engine, state: ChatState) -> None:

@@ -13,10 +13,9 @@ from history import keys
 from history.writes import transient
 from ui.text import TABLE
 from ui.who import current_user
-from ui.words import say
+from ui.words import in_every_language, say
 
-COMMAND = "Keys"
-NEW, REVOKE = ("new", "新建"), ("revoke", "撤销")
+NEW, REVOKE = in_every_language("keys.new_word"), in_every_language("keys.revoke_word")  # typed beside the chip
 NEW_ACTION, REVOKE_ACTION = "key_new", "key_revoke"  # the list's buttons (their callbacks are below)
 
 
@@ -43,9 +42,7 @@ async def on_command(engine, layer, message: cl.Message) -> None:
         return await cl.ErrorMessage(content=say("keys.no_history"), author="system").send()
     if not (engine.serves_api and engine.settings.api):
         return await cl.ErrorMessage(content=say("keys.no_api"), author="system").send()
-    words = message.content.strip()
-    if words.lower().startswith("/keys"):
-        words = words[len("/keys"):].strip()
+    words = message.content.strip()  # what was typed beside the chip (`/keys` is the chip: ui/chips.py)
     if (name := after(words, NEW)) is not None:
         await _make(layer, name)
     elif (which := after(words, REVOKE)) is not None:

@@ -23,14 +23,13 @@ from history import library
 from ui import attachments, file_ask
 from ui.text import TABLE, no_images
 from ui.who import current_user
-from ui.words import say
+from ui.words import in_every_language, say
 from chainlit_door import sessions as door
 
-COMMAND = "Library"
 LIBRARY_ATTACHMENT = "From your library"
 _PICKED = re.compile(r'(?:^|\s)@(?:"([^"]+)"|(\S+))')
 _PUNCTUATION = ".,:;!?)]}'\"，。：；！？、）」』"  # "@kettle, how...": what follows a name is not part of it
-REMOVE = ("remove", "删除")  # the word that removes a document, in either language
+REMOVE = in_every_language("library.remove_word")  # the word that removes a document, in any language
 REMOVE_ACTION = "library_remove"  # a listed document's button (its callback is below)
 ADD_ACTION = "library_add"  # the list's "Add documents" button: an upload box in the chat (ui/file_ask.py)
 SHORT_NAME = 24  # characters of a name on its button: a row of buttons must fit a phone's width
@@ -83,9 +82,7 @@ async def on_command(layer, message: cl.Message) -> None:
         await cl.ErrorMessage(content=say("library.no_history"), author="system").send()
         return
     files = [element for element in message.elements or [] if getattr(element, "path", None)]
-    words = message.content.strip()
-    if words.startswith("/library"):
-        words = words[len("/library"):].strip()
+    words = message.content.strip()  # what was typed beside the chip (`/library` is the chip: ui/chips.py)
     if files:
         await _add(layer, files)
     elif words.lower().startswith(REMOVE):

@@ -13,7 +13,6 @@ from ui.text import TABLE
 from ui.who import current_user
 from ui.words import say
 
-COMMAND = "Usage"
 DAYS = 7
 
 
