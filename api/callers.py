@@ -2,9 +2,10 @@
 key (history/keys.py), or the person at this machine.
 
 - **A user's key** (`chat-...`) makes the request that user's everywhere: their library in the `library` field,
-  their share of the engine, their usage. The user goes into the request's ASGI scope (`scope["state"]["user"]`),
-  where the gate and the admission read it (api/gate.py's `api_user`).
-- **The operator's key** works as it always has: the whole API, no user (its usage counts to the operator).
+  their share of the engine, their usage. `check` answers engine/who.py's `Who`, which the gate makes the request's
+  (`acting_as`), as a chat's is its signed-in user.
+- **The operator's key** works as it always has: the whole API, no user's (its usage counts to the operator), or
+  the local user's when sent from this machine to a loopback server.
 - **No key** is enough only where it always was: a server on loopback without CHAT_API_KEY, asked from this
   machine itself (not through a proxy: web/guard.py's rule), where the request is the local user's.
 Everything else is a 401 in the OpenAI API's error JSON, saying what to send. A wrong, revoked or malformed key is
@@ -15,6 +16,7 @@ be tried at the server's full speed. /metrics stays the operator's: a user's key
 
 import hmac
 
+from engine.who import THE_LOCAL_USER, THE_OPERATOR, Who
 from history.keys import KeyCheck, looks_like_key
 from web.guard import MAX_ADDRESS_FAILURES, FailedSignIns, from_this_machine
 
@@ -48,15 +50,14 @@ class Callers:
         """Whether a request without a key is the local user's (the API as it was on loopback)."""
         return self.operator_key is None and self.loopback and from_this_machine(scope)
 
-    async def check(self, scope) -> str | None:
-        """The user a request's key names (also put in its scope), or None for the operator or the local user.
-        Raises Refusal."""
+    async def check(self, scope) -> Who:
+        """Who sends the request: the user its key names, the local user, or the operator. Raises Refusal."""
         header = dict(scope.get("headers") or []).get(b"authorization", b"")
         if self.operator_key is not None and hmac.compare_digest(header, self.operator_key):
-            return None
+            return THE_LOCAL_USER if self.loopback and from_this_machine(scope) else THE_OPERATOR
         token = header[7:].strip().decode("latin-1") if header[:7].lower() == b"bearer " else ""
         if not looks_like_key(token) and self.local(scope):
-            return None  # on loopback any key, or none, was always the local user's
+            return THE_LOCAL_USER  # on loopback any key, or none, was always the local user's
         if not looks_like_key(token):
             if header:
                 self._throttled(scope)
@@ -71,8 +72,7 @@ class Callers:
             self._failed(scope)
             raise Refusal(401, "This API key is wrong, revoked or malformed: make a new one with the chat's **Keys** "
                                "command and send it as 'Authorization: Bearer <key>'.", "AuthenticationError")
-        scope.setdefault("state", {})["user"] = user
-        return user
+        return Who(user)
 
     def operator(self, scope) -> None:
         """/metrics: the operator's key, or no key where the API needs none (the local user). Raises Refusal."""

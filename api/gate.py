@@ -8,9 +8,9 @@ presets or restarting makes a request wait up to `api_wait_s` and then get a 503
 hang, never a 500. A request's sequences are its prompts times its `n`, read with vLLM's own
 request models (so "40" and 40.0 count as 40, as vLLM will run them), against the preset that runs
 or that the first start will pick. It admits the API's sequences through the engine's one admission
-(`engine.admit`, engine/admission.py), as the chats' replies are admitted, as its user (`api_user`): the user's
-share of the engine and the priority vLLM gives the request are the admission's. A plain ASGI app, so any web
-server can route to it.
+(`engine.admit`, engine/admission.py), as the chats' replies are admitted, as its user (api/callers.py's answer,
+engine/who.py's `Who`, which the request's task acts as): the user's share of the engine and the priority vLLM
+gives the request are the admission's. A plain ASGI app, so any web server can route to it.
 """
 
 import asyncio
@@ -23,10 +23,10 @@ from api.callers import Callers, Refusal
 from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
+from engine.who import THE_OPERATOR, acting_as
 from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, admitted, request_models
 from lifetime.runtime import RUNTIME
 from web.asgi import read_body, replay
-from web.guard import from_this_machine
 from web.listen import chosen_port, is_loopback
 
 log = logging.getLogger("engine")
@@ -69,17 +69,16 @@ class ApiGate:
         self.engine = engine
         self._models: dict | None = None  # vLLM's request models by path, imported on first use
         self.library_layer = None  # the history's data layer, where the `library` field reads (api/library_field.py)
-        self.library_user: str | None = None  # whose library a request from this machine reads without a key
         self.callers = Callers(engine.settings, is_loopback(chosen_port()[0]))  # who sends it (api/callers.py)
 
-    def use_library(self, layer, user: str | None) -> None:
-        """The history's `layer`, where users' keys and libraries are; `user`: the local user, or None."""
-        self.library_layer, self.library_user = layer, user
+    def use_library(self, layer) -> None:
+        """The history's `layer`, where users' keys and libraries are."""
+        self.library_layer = layer
         self.callers.use_keys(layer)
 
     async def __call__(self, scope, receive, send) -> None:
         try:
-            key_user = await self.callers.check(scope)
+            asking = await self.callers.check(scope)
         except Refusal as refusal:
             return await _error(send, refusal.status, refusal.message, refusal.kind, retry_after=refusal.retry_after)
         body = await read_body(receive, MAX_BODY_BYTES)
@@ -94,7 +93,7 @@ class ApiGate:
             except BodyRefused as why:
                 return await _error(send, 400, str(why), "BadRequestError")
         if path == CHAT_PATH and isinstance(request, dict) and library_field.FIELD in request:
-            user = key_user or (self.library_user if from_this_machine(scope) else None)
+            user = None if asking is THE_OPERATOR else asking.name  # the operator's key has no library
             try:
                 sources = await library_field.apply(request, self.library_layer, user)
             except library_field.FieldRefused as why:
@@ -118,8 +117,8 @@ class ApiGate:
                                 "InternalServerError")
         if problem:
             return await _error(send, 400, problem, "BadRequestError", cost.field)
-        async with self.engine.admit(api_user(scope, self.library_user), cost.sequences if cost else 0, API) as ticket:
-            with admitted(ticket):  # at the ticket's priority; its tokens noted on it, counted at the release
+        async with self.engine.admit(asking.name, cost.sequences if cost else 0, API) as ticket:
+            with acting_as(asking), admitted(ticket):  # its priority, its tokens noted on it and counted at the end
                 await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
 
     async def _cost(self, path: str, request) -> Cost | None:
@@ -134,15 +133,6 @@ class ApiGate:
         """The sequence slots of the running preset, or of the one the next start will pick (None: it will fail)."""
         preset = self.engine.preset or await asyncio.to_thread(planned_preset, self.engine)
         return preset.max_num_seqs if preset else None
-
-
-def api_user(scope, local_user: str | None) -> str:
-    """Whose request this is, for the admission: the user the request's key names (`scope["state"]["user"]`, where
-    the key check puts it), else the local user on this machine, else API (the operator's key: one user)."""
-    user = (scope.get("state") or {}).get("user")
-    if user:
-        return user
-    return local_user if local_user and from_this_machine(scope) else API
 
 
 def parsed(body: bytes):

@@ -5,7 +5,7 @@ the documents whose names start so; the OpenAI clients send it as `extra_body`. 
 before the last user message's words, numbered with their documents, as a chat's do (ui/library.py), and the field
 is taken out before vLLM reads the request. Whose library: the user whose own key sends the request
 (api/callers.py), anywhere; without a user's key, the library of the user who chats on this machine without
-signing in (web/signin.LOCAL_USER), only while the server listens on loopback and the request comes from this
+signing in (engine/who.LOCAL), only while the server listens on loopback and the request comes from this
 machine itself (web/guard.py's rule: a request through a proxy is never the local user); otherwise (the
 operator's CHAT_API_KEY names no user) the field is refused with a 400 saying so, rather than guessing a user.
 The passages used are named in the response's `X-Library-Sources` header and, because OpenAI clients hide headers,

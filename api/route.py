@@ -59,14 +59,12 @@ def open_api(engine) -> None:
         serve_api(shared_gate(engine), metrics_app(engine))
 
 
-def open_library(engine, layer, loopback: bool) -> None:
-    """Let the API check users' keys in the history, and its `library` field read the key's user's library, or
-    the library of this machine's own user for requests without a user's key, on loopback only and from this
-    machine only (web/guard.from_this_machine; api/library_field.py says why)."""
-    from web.signin import LOCAL_USER
-
+def open_library(engine, layer) -> None:
+    """Let the API check users' keys in the history, and its `library` field read the library of whoever asks
+    (api/callers.py: a key's user, or this machine's own user on loopback, from this machine only; api/library_field.py
+    says why)."""
     if engine.serves_api and engine.settings.api:
-        shared_gate(engine).use_library(layer, LOCAL_USER if loopback else None)
+        shared_gate(engine).use_library(layer)
 
 
 def exit_if_api_unguarded(host: str, settings) -> None:

@@ -17,7 +17,7 @@ from engine.hardware import runs_on_processor
 from engine.engine import shared_engine
 from history import layer as history_layer
 from history import usage
-from ui import chat_state, edits, reconnect, sessions, settings_first, words
+from ui import chat_state, edits, reconnect, sessions, settings_first, who, words
 from web import guard, signin, users
 from api.route import GUARDED_PATHS, open_api, open_library
 from web.library_names import serve_names
@@ -33,6 +33,7 @@ def hook_chainlit() -> None:
     reconnect.resend_replies_on_reconnect()  # a dropped connection that comes back gets its reply
     sessions.continue_threads_after_restarts()  # so does a restart of the server under an open tab
     settings_first.apply_settings_first()  # a message sent after a settings change is answered with the new ones
+    who.install()  # engine/who.py's `asking()` finds a chat's user in its Chainlit session
 
 
 def install():
@@ -53,7 +54,7 @@ def install():
         layer.on_delete = lambda thread_id: sessions.end_deleted(thread_id, engine.abort, chat_state.forget)
         admission.usage_sink = usage.open_book(layer).count  # each released request's tokens, to its user
     loopback = is_loopback(chosen_port()[0])
-    open_library(engine, layer, loopback)  # the API's `library` field
+    open_library(engine, layer)  # the API's `library` field
     serve_names(layer)  # the names the message box offers after an @
     serve_start(engine)  # the engine's start as a line by the message box, before anything is sent
     serve_reset(engine, layer)  # the settings panel's Reset brings the defaults back

@@ -25,7 +25,8 @@ from engine.errors import SettingsError  # noqa: E402
 from engine.settings import load_settings  # noqa: E402
 from history import keys, tables  # noqa: E402
 from history.schema import open_database, prepare, where  # noqa: E402
-from web.signin import LOCAL_USER, RESERVED_NAMES, hash_password  # noqa: E402
+from engine.who import LOCAL, RESERVED_NAMES  # noqa: E402
+from web.signin import hash_password  # noqa: E402
 
 MIN_PASSWORD = 8
 
@@ -63,7 +64,7 @@ async def read(url: str, statement: str, values: dict) -> list[dict]:
 
 def is_user(url: str, name: str) -> bool:
     """Whether `name` may hold keys: a user with a sign-in, or the local user of a loopback server."""
-    return name == LOCAL_USER or bool(asyncio.run(read(url, tables.LOGIN_EXISTS, {"name": name})))
+    return name == LOCAL or bool(asyncio.run(read(url, tables.LOGIN_EXISTS, {"name": name})))
 
 
 def main() -> None:

@@ -77,7 +77,7 @@ async def test_a_request_not_from_this_machine_never_reads_the_local_users_libra
     engine = ChatEngine(load_settings(model="no-model", preset="custom", custom_preset=TEST_PRESET,
                                       api_key=operator_key))
     gate = ApiGate(engine)
-    gate.use_library(FakeLibrary(3), "local")
+    gate.use_library(FakeLibrary(3))
     keyed = {"Authorization": f"Bearer {operator_key}"} if operator_key else {}
     for headers, client in [*((proxy, ("127.0.0.1", 5000)) for proxy in PROXIES), ({}, ("203.0.113.9", 5000))]:
         transport = httpx.ASGITransport(app=gate, client=client)

@@ -126,7 +126,8 @@ async def test_the_chats_sessions_are_reached_through_chainlits_registry_which_h
         assert context.session is session, "init_ws_context no longer points this task at the session"
     finally:
         await session.delete()
-    assert session not in chainlit_sessions.live_sessions() and chainlit_sessions.session_of_socket("its-socket") is None
+    assert session not in chainlit_sessions.live_sessions()
+    assert chainlit_sessions.session_of_socket("its-socket") is None
     assert [name for name in chainlit.__all__ if "session" in name.lower()] == ["user_session"], (
         "Chainlit exports a new session API: live_sessions, session_of_socket and enter may use it now")
 

@@ -14,6 +14,7 @@ from api.callers import MAX_KEY_FAILURES, Callers, Refusal
 from engine.admission import API, CHAT, Ticket
 from engine.openai_app import AdmittedClient, admitted
 from engine.settings import load_settings
+from engine.who import THE_LOCAL_USER, THE_OPERATOR, Who
 from history import keys, usage
 from history.layer import HistoryLayer
 from history.schema import prepare
@@ -112,9 +113,9 @@ async def test_the_api_takes_a_users_key_the_operators_key_or_on_loopback_the_lo
     key = await keys.make(layer, "ada", "script")
     keyed = Callers(load_settings(api_key=SecretStr("operator-key")), loopback=True)
     keyed.use_keys(layer)
-    assert await keyed.check(scope("Bearer operator-key")) is None
-    request = scope(f"Bearer {key}")
-    assert await keyed.check(request) == "ada" and request["state"]["user"] == "ada"
+    assert await keyed.check(scope("Bearer operator-key", client="192.0.2.7")) == THE_OPERATOR
+    assert await keyed.check(scope("Bearer operator-key")) == THE_LOCAL_USER, "from this machine: its own user"
+    assert await keyed.check(scope(f"Bearer {key}")) == Who("ada"), "a user's key: that user, no owner's role"
     with pytest.raises(Refusal, match="Missing or wrong API key") as refused:
         await keyed.check(scope("Bearer unused-on-loopback"))
     assert refused.value.status == 401
@@ -123,9 +124,9 @@ async def test_the_api_takes_a_users_key_the_operators_key_or_on_loopback_the_lo
 
     open_loopback = Callers(load_settings(), loopback=True)
     open_loopback.use_keys(layer)
-    assert await open_loopback.check(scope()) is None, "nothing changes for the local user"
-    assert await open_loopback.check(scope("Bearer unused-on-loopback")) is None
-    assert await open_loopback.check(scope(f"Bearer {key}")) == "ada", "a key still names its user there"
+    assert await open_loopback.check(scope()) == THE_LOCAL_USER, "nothing changes for the local user"
+    assert await open_loopback.check(scope("Bearer unused-on-loopback")) == THE_LOCAL_USER
+    assert await open_loopback.check(scope(f"Bearer {key}")) == Who("ada"), "a key still names its user there"
     with pytest.raises(Refusal, match="wrong, revoked or malformed"):
         await open_loopback.check(scope("Bearer chat-revoked"))
     for proxied in (scope(forwarded=True), scope(client="192.0.2.7")):
@@ -150,7 +151,7 @@ async def test_wrong_keys_are_slowed_per_address_and_a_right_key_from_there_is_n
     with pytest.raises(Refusal, match="Too many wrong API keys") as refused:
         await callers.check(scope("Bearer " + keys.new_key(), client="198.51.100.1"))
     assert refused.value.status == 429 and 0 < refused.value.retry_after <= 61
-    assert await callers.check(scope(f"Bearer {key}", client="198.51.100.1")) == "ada", \
+    assert await callers.check(scope(f"Bearer {key}", client="198.51.100.1")) == Who("ada"), \
         "the owner's right key from the same address is not slowed by the revoked one"
 
 

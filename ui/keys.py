@@ -12,7 +12,7 @@ import chainlit as cl
 from history import keys
 from history.writes import transient
 from ui.text import TABLE
-from ui.who import current_user
+from engine.who import asking
 from ui.words import in_every_language, say
 
 NEW, REVOKE = in_every_language("keys.new_word"), in_every_language("keys.revoke_word")  # typed beside the chip
@@ -53,7 +53,7 @@ async def on_command(engine, layer, message: cl.Message) -> None:
 
 async def _make(layer, name: str) -> None:
     try:
-        key = await keys.make(layer, current_user(), name)
+        key = await keys.make(layer, asking().name, name)
     except keys.KeyRefused as why:
         return await cl.ErrorMessage(content=say("keys.not_made", why=why), author="system").send()
     except Exception as error:  # the database's own error: no key was kept, so none is shown
@@ -66,7 +66,7 @@ async def _make(layer, name: str) -> None:
 
 
 async def _revoke(layer, which: str) -> None:
-    user = current_user()
+    user = asking().name
     listed = await keys.listed(layer, user)
     chosen = [k for n, k in enumerate(listed, 1) if which == str(n) or k.name.lower() == which.lower()]
     if not which or not chosen:
@@ -76,7 +76,7 @@ async def _revoke(layer, which: str) -> None:
 
 
 async def _list(layer) -> None:
-    listed = await keys.listed(layer, current_user())
+    listed = await keys.listed(layer, asking().name)
     how = say("keys.how")
     make = cl.Action(name=NEW_ACTION, payload={}, icon="key-round", label=say("keys.new_button"),
                      tooltip=say("keys.new_tip"))
@@ -105,7 +105,7 @@ async def new_pressed(action: cl.Action) -> None:
     layer = data_layer()
     if layer is None:
         return await cl.ErrorMessage(content=say("keys.no_history"), author="system").send()
-    await _make(layer, _free_name({k.name for k in await keys.listed(layer, current_user())}))
+    await _make(layer, _free_name({k.name for k in await keys.listed(layer, asking().name)}))
 
 
 @cl.action_callback(REVOKE_ACTION)
@@ -114,10 +114,10 @@ async def revoke_pressed(action: cl.Action) -> None:
     from chainlit_door.server import data_layer
 
     layer, key_id = data_layer(), (action.payload or {}).get("id")
-    mine = {k.id: k for k in await keys.listed(layer, current_user())} if layer is not None else {}
+    mine = {k.id: k for k in await keys.listed(layer, asking().name)} if layer is not None else {}
     if not isinstance(key_id, str) or key_id not in mine:
         await cl.ErrorMessage(content=say("keys.already_gone"), author="system").send()
     else:
-        await keys.revoke(layer, current_user(), key_id)
+        await keys.revoke(layer, asking().name, key_id)
         await cl.Message(content=say("keys.revoked", name=_cell(mine[key_id].name)), author="system").send()
     await action.remove()

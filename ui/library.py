@@ -22,7 +22,7 @@ import chainlit as cl
 from history import library
 from ui import attachments, file_ask
 from ui.text import TABLE, no_images
-from ui.who import current_user
+from engine.who import asking
 from ui.words import in_every_language, say
 from chainlit_door import sessions as door
 
@@ -94,7 +94,7 @@ async def on_command(layer, message: cl.Message) -> None:
 async def _add(layer, files) -> None:
     """Add each file; one named as a document already there takes its place (a file added again is a new
     version of it), once the new one is kept."""
-    user, added, problems = current_user(), [], []
+    user, added, problems = asking().name, [], []
     for element in files:
         try:
             text = await asyncio.to_thread(attachments.read, element.path)
@@ -122,7 +122,7 @@ async def _add(layer, files) -> None:
 
 
 async def _remove(layer, which: str) -> None:
-    user = current_user()
+    user = asking().name
     documents = await library.documents(layer, user)
     chosen = [d for n, d in enumerate(documents, 1) if which == str(n) or d.name.lower() == which.lower()]
     if not which or not chosen:
@@ -133,7 +133,7 @@ async def _remove(layer, which: str) -> None:
 
 
 async def _list(layer) -> None:
-    documents = await library.documents(layer, current_user())
+    documents = await library.documents(layer, asking().name)
     add = cl.Action(name=ADD_ACTION, payload={}, icon="file-plus", label=say("library.add_button"),
                     tooltip=say("library.add_tip"))
     if not documents:
@@ -180,11 +180,11 @@ async def remove_pressed(action: cl.Action) -> None:
     from chainlit_door.server import data_layer
 
     layer, document_id = data_layer(), (action.payload or {}).get("id")
-    documents = {d.id: d for d in await library.documents(layer, current_user())} if layer is not None else {}
+    documents = {d.id: d for d in await library.documents(layer, asking().name)} if layer is not None else {}
     if not isinstance(document_id, str) or document_id not in documents:
         await cl.ErrorMessage(content=say("library.already_gone"), author="system").send()
     else:
-        await library.remove(layer, current_user(), document_id)
+        await library.remove(layer, asking().name, document_id)
         removed = say("library.removed", name=no_images(documents[document_id].name))
         await cl.Message(content=removed, author="system").send()
     await action.remove()
@@ -237,7 +237,7 @@ async def with_passages(layer, asked: dict, on: bool, context: int | None, max_t
     question = asked.get("content") or ""
     if layer is None or not (on or "@" in question):
         return asked, None
-    user = current_user()
+    user = asking().name
     documents = await library.documents(layer, user)
     chosen, unknown, words = picked(question, documents)
     if unknown and documents and on:

@@ -15,7 +15,7 @@ from chainlit_door.server import data_layer
 from engine.settings import CHAT_SAMPLING, Settings
 from history import tables
 from ui import sidebar
-from ui.who import current_user
+from engine.who import asking
 
 log = logging.getLogger(__name__)
 KEPT = (*CHAT_SAMPLING, "system_prompt")
@@ -29,9 +29,9 @@ async def follow(before: sidebar.ChatPreferences, after: sidebar.ChatPreferences
         return
     if after.my_defaults:
         values = {"system_prompt": after.system_prompt} | {key: getattr(after.sampling, key) for key in CHAT_SAMPLING}
-        await tables.keep_defaults(layer, current_user(), json.dumps(values))
+        await tables.keep_defaults(layer, asking().name, json.dumps(values))
     elif before.my_defaults:
-        await tables.forget_defaults(layer, current_user())
+        await tables.forget_defaults(layer, asking().name)
 
 
 async def new_chat(prefs: sidebar.ChatPreferences, settings: Settings) -> sidebar.ChatPreferences:
@@ -41,7 +41,7 @@ async def new_chat(prefs: sidebar.ChatPreferences, settings: Settings) -> sideba
     if layer is None:
         return prefs
     try:
-        stored = await tables.user_defaults(layer, current_user())
+        stored = await tables.user_defaults(layer, asking().name)
         values = json.loads(stored) if stored else None
     except Exception:  # a new chat opens with the server's defaults rather than not at all
         log.exception("reading the user's defaults for a new chat failed")

@@ -23,7 +23,7 @@ from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, show_and_store, transient
 from ui import attachments, context_fill, edits, library, sessions, text, versions
-from ui.who import current_user
+from engine.who import asking
 from ui.words import error_text, say
 
 FLUSH_EVERY_S = 0.04  # the browser re-renders the whole message per event: batch tokens
@@ -203,7 +203,7 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
 async def _busy_notice(engine, layer) -> cl.Message | None:
     """Shown (never stored) while every slot of the engine, or this user's share of them, is taken; removed once the
     reply starts."""
-    if not engine.saturated(current_user()):
+    if not engine.saturated(asking().name):
         return None
     notice = cl.Message(content=say("reply.busy"), author="system")
     transient(notice, layer)
@@ -228,7 +228,7 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
     queued = await _busy_notice(engine, layer)
     try:
         async for item in engine.stream(prompt, chat.prefs.sampling, chat.prefs.system_prompt, request_id,
-                                        continue_reply=going_on is not None, user=current_user()):
+                                        continue_reply=going_on is not None, user=asking().name):
             if queued is not None:
                 await queued.remove()
                 queued = None

@@ -1,16 +1,15 @@
 """The Usage chip: the tokens a user used per day (UTC), by chats and by the API, as history/usage.py keeps them.
 
-Each user sees their own; an operator (named in CHAT_ADMINS, and the local user on loopback, who owns the machine)
+Each user sees their own; an operator (named in CHAT_ADMINS, or the machine's owner: engine/who.py's `is_operator`)
 sees everyone's, the operator's key's among them. The counts of the last second may not be in yet (they are written
 once a second).
 """
 
 import chainlit as cl
 
-from engine.admission import LOCAL
+from engine import who
 from history import usage
 from ui.text import TABLE
-from ui.who import current_user
 from ui.words import say
 
 DAYS = 7
@@ -18,10 +17,6 @@ DAYS = 7
 
 def _cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
-
-
-def is_operator(settings, user: str) -> bool:
-    return user == LOCAL or user in settings.admin_list
 
 
 def _row(row: usage.Row, with_user: bool) -> str:
@@ -45,9 +40,9 @@ def table(rows: list[usage.Row], with_user: bool) -> str:
 async def on_command(engine, layer) -> None:
     if layer is None:
         return await cl.ErrorMessage(content=say("usage.no_history"), author="system").send()
-    user = current_user()
-    everyone = is_operator(engine.settings, user)
-    rows = await usage.read(layer, None if everyone else user, DAYS)
+    asking = who.asking()
+    everyone = asking.is_operator(engine.settings.admin_list)
+    rows = await usage.read(layer, None if everyone else asking.name, DAYS)
     if not rows:
         text = say("usage.none", days=DAYS, whose=say("usage.by_anyone") if everyone else "")
     else:

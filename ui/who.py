@@ -1,16 +1,29 @@
-"""Who is asking, in a chat: the signed-in user's name, or the local user (engine.admission.LOCAL) on a loopback
-server where nobody signs in. The one answer for the reply's share, the keys, the library, the usage and the
-user's own defaults; the API names a key's user the same way (api/callers.py), and web/users.py checks at every
-request and message that the user still is one. A role never comes from a name: operators are CHAT_ADMINS (the
-local user of a loopback server is that machine's owner, a name no one else can sign in with: web/signin.py).
+"""Who an open chat's user is, for engine/who.py's `asking()`, the one answer for a chat and an API request alike.
+
+From Chainlit's session (chainlit_door/): a user signed in by the local provider (web/signin.py, a loopback
+server's person at this machine) is the local user and the machine's owner; a user signed in with a login is their
+name; where nobody signs in (the history off) the chat is the local user's, without an owner's role.
 """
 
-
-from engine.admission import LOCAL
 from chainlit_door import sessions as door
+from engine import who
+from engine.who import LOCAL, THE_LOCAL_USER, Who
+
+LOCAL_PROVIDER = "local"  # web/signin.py's provider of the local user
 
 
-def current_user() -> str:
-    """The name of this chat's user."""
-    user = door.session().user
-    return user.identifier if user is not None else LOCAL
+def chats_user() -> Who | None:
+    """The open chat's user, or None outside a chat."""
+    session = door.session_or_none()
+    if session is None:
+        return None
+    user = session.user
+    if user is None:
+        return Who(LOCAL)
+    if (getattr(user, "metadata", None) or {}).get("provider") == LOCAL_PROVIDER and user.identifier == LOCAL:
+        return THE_LOCAL_USER
+    return Who(user.identifier)
+
+
+def install() -> None:
+    who.find_chats_user_with(chats_user)

@@ -17,14 +17,11 @@ import secrets
 import sys
 from pathlib import Path
 
-from engine.admission import LOCAL
+from engine.who import LOCAL, RESERVED_NAMES
 from history import tables
+from ui.who import LOCAL_PROVIDER
 from web.guard import forwarded
 
-LOCAL_USER = LOCAL  # one spelling of the local user (engine/admission.py)
-# Names no one signs in with: the local user, and who an API request is when it names no user or comes with the
-# operator's CHAT_API_KEY (engine/admission.py, api/callers.py). A role comes from the settings (CHAT_ADMINS).
-RESERVED_NAMES = (LOCAL_USER, "api", "(CHAT_API_KEY)")
 SECRET_HOWTO = "Make one with `chainlit create-secret` and put the CHAINLIT_AUTH_SECRET line it prints in .env."
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}  # about 50 ms and 16 MiB per check: slow for guessing, fine for a sign-in
 
@@ -93,4 +90,4 @@ def install(loopback: bool, layer, data_dir: Path) -> None:
     async def local_user(headers):
         if forwarded(dict(headers.raw)):  # someone elsewhere, through a proxy here (web/guard.py answers first)
             return None
-        return cl.User(identifier=LOCAL_USER, metadata={"provider": "local"})
+        return cl.User(identifier=LOCAL, metadata={"provider": LOCAL_PROVIDER})

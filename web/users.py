@@ -12,7 +12,7 @@ any message id, refuse a message of another user's chat.
 import json
 
 from history import tables
-from web.signin import LOCAL_USER, RESERVED_NAMES
+from engine.who import LOCAL, RESERVED_NAMES
 
 REMOVED = ("This user was removed from this server: ask its owner to add you again "
            "(`python scripts/add_user.py NAME`), then sign in.")
@@ -37,7 +37,7 @@ async def is_user(layer, loopback: bool, user) -> bool:
     name = getattr(user, "identifier", None)
     if not isinstance(name, str):
         return False
-    if name == LOCAL_USER:
+    if name == LOCAL:
         return loopback
     return name not in RESERVED_NAMES and await tables.password_hash(layer, name) is not None
 
