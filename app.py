@@ -116,7 +116,7 @@ async def on_settings(values: dict):
         return
     chat.prefs = new
     await my_defaults.follow(prefs, new)
-    keep_settings(chat_history)
+    keep_settings(chat_history, sidebar.values(new))
     if new.preset != prefs.preset:
         await switch_preset(engine, chat, new.preset)
     elif opening:

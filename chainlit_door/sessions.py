@@ -124,3 +124,19 @@ async def write_now(write):
     return await spawn(outside())
 
 
+
+
+def kept_with(session, name: str, make=None):
+    """What the app keeps with an open chat under `name`, on its Chainlit session: gone with the session, never
+    stored with the thread (unlike `cl.user_session`). Made by `make()` on first ask; None without `make`."""
+    attribute = f"ernie_{name}"
+    value = getattr(session, attribute, None)
+    if value is None and make is not None:
+        value = make()
+        setattr(session, attribute, value)
+    return value
+
+
+def keep_with(session, name: str, value) -> None:
+    """Keep `value` with the open chat of `session` under `name` (None forgets it)."""
+    setattr(session, f"ernie_{name}", value)

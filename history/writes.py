@@ -8,7 +8,6 @@ killed server loses at most that much. None of these writes holds a reply up: ea
 
 import asyncio
 import time
-import weakref
 from dataclasses import dataclass
 
 from chainlit_door import sessions as door
@@ -31,15 +30,9 @@ class ChatRecord:
     write: asyncio.Task | None = None  # the last write of its sidebar (`keep_settings`)
 
 
-_RECORDS: "weakref.WeakKeyDictionary[object, ChatRecord]" = weakref.WeakKeyDictionary()
-
-
 def record_of(session) -> ChatRecord:
     """The record of the chat whose Chainlit session is `session`: made on first use, gone with the session."""
-    record = _RECORDS.get(session)
-    if record is None:
-        record = _RECORDS[session] = ChatRecord()
-    return record
+    return door.kept_with(session, "history_record", ChatRecord)
 
 
 async def tell_failing(where: str, error: BaseException) -> None:
@@ -129,15 +122,15 @@ class ReplySaver:
             await asyncio.gather(self.task, return_exceptions=True)
 
 
-def keep_settings(layer) -> None:
-    """Store the chat's sidebar with it when it changed, as soon as the chat is in the history (a killed server
-    never gets to store it at the tab's close, as Chainlit does).
+def keep_settings(layer, values: dict) -> None:
+    """Store the chat's sidebar `values` (its preferences in use: ui/sidebar.values) with it when they changed, as
+    soon as the chat is in the history (a killed server never gets to store them at the tab's close, as Chainlit
+    does).
 
     Written in the background: a reply must not wait for it. A new chat's first message queues the thread's
     creation and the question ahead of it on the database's one writer, so many new chats asking at once would
     each wait for all of those writes before reaching the engine (docs/benchmarks.md, "History")."""
     session = door.session()
-    values = dict(session.chat_settings or {})
     record = record_of(session)
     if layer is None or not session.has_first_interaction or record.settings == values:
         return

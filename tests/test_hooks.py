@@ -304,12 +304,13 @@ async def test_a_reply_does_not_wait_for_the_sidebar_to_be_stored(chat, monkeypa
     busy = BusyHistory()
     monkeypatch.setattr(app, "chat_history", busy)
     app.cl.context.session.has_first_interaction = True
-    app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": 24}
+    await app.on_settings({"temperature": 0.3, "max_tokens": 24})
     await asyncio.wait_for(app.on_message(user("Hi")), timeout=30)
     assert list(shown.shown.values())[-1].startswith("Hello there, friend.")
     busy.free.set()
     await asyncio.wait_for(asyncio.gather(*writes.WRITING), timeout=30)
-    assert busy.stored == [{"chat_settings": {"temperature": 0.3, "max_tokens": 24}}]
+    [stored] = [metadata["chat_settings"] for metadata in busy.stored]
+    assert (stored["temperature"], stored["max_tokens"]) == (0.3, 24), "the sidebar in use is what is kept"
 
 
 async def test_a_chats_sidebar_writes_land_in_the_order_it_changed(chat, monkeypatch):
@@ -330,8 +331,7 @@ async def test_a_chats_sidebar_writes_land_in_the_order_it_changed(chat, monkeyp
     monkeypatch.setattr(app, "chat_history", slow)
     app.cl.context.session.has_first_interaction = True
     for max_tokens in (24, 48):
-        app.cl.context.session.chat_settings = {"temperature": 0.3, "max_tokens": max_tokens}
-        writes.keep_settings(slow)
+        writes.keep_settings(slow, {"temperature": 0.3, "max_tokens": max_tokens})
     await asyncio.sleep(0.1)
     slow.free.set()
     await asyncio.wait_for(asyncio.gather(*writes.WRITING), timeout=30)

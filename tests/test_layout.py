@@ -193,3 +193,43 @@ def test_background_tasks_go_through_spawn_which_keeps_them_until_they_end():
         bare = [node.lineno for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute) and node.func.attr in ("create_task", "ensure_future")]
         assert not bare, f"{path.relative_to(ROOT)}:{bare} starts a task without tasks.spawn"
+
+
+TURN_WRITES = ("append", "extend", "insert", "pop", "clear", "remove", "sort", "reverse")
+
+
+def turn_writes(path: Path, root: Path = ROOT) -> list[str]:
+    """Where `path` changes some object's `.turns`: assigned, augmented, sliced into, deleted from, or mutated."""
+    found = []
+
+    def is_turns(node) -> bool:
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return isinstance(node, ast.Attribute) and node.attr == "turns"
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TURN_WRITES:
+            targets = [node.func.value]
+        if any(is_turns(target) for target in targets):
+            found.append(node.lineno)
+    return [f"{path.relative_to(root)}:{line}" for line in sorted(found)]
+
+
+def test_a_chats_turns_have_one_writer():
+    """ChatState's own methods (ui/chat_state.py) are the one place a chat's turns change."""
+    writes = [where for name, path in project_files().items() if name.split(".")[0] in ("ui", "web", "app")
+              and name != "ui.chat_state" for where in turn_writes(path)]
+    assert not writes, f"a chat's turns changed outside ui/chat_state.py: {writes}"
+    assert turn_writes(ROOT / "ui" / "chat_state.py"), "the finder sees ChatState's own writes"
+
+
+def test_the_turn_write_finder_sees_each_kind_of_change(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("chat.turns += [a]\ndel chat.turns[-2:]\nchat.turns[:] = old\nchat.turns.append(a)\n"
+                      "chat.turns = []\nn = len(chat.turns)\nlast = chat.turns[-1]\n")
+    assert turn_writes(sample, tmp_path) == [f"sample.py:{line}" for line in (1, 2, 3, 4, 5)]

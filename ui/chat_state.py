@@ -20,7 +20,7 @@ from lifetime.tasks import spawn
 from ui import attachments, context_fill, my_defaults, reply, sessions, sidebar, start_note, versions
 from chainlit_door import sessions as door
 
-STATE_ATTR = "ernie_chat_state"
+STATE = "chat_state"  # kept with the chat's session (chainlit_door.sessions.kept_with)
 
 
 @dataclass
@@ -45,6 +45,8 @@ class ChatState:
         """Whether the latest reply is still being written."""
         return self.request_id is not None
 
+    # The turns change here only (tests/test_layout.py checks): each writer below names what happened to them.
+
     def turns_before(self, message_id: str) -> list[dict]:
         """The chat so far; an edited message reruns, so everything from it on is forgotten."""
         for index, turn in enumerate(self.turns):
@@ -53,10 +55,26 @@ class ChatState:
                 break
         return self.turns
 
+    def add_exchange(self, asked: dict, answer: dict) -> None:
+        """A question and its reply join the chat: a finished reply, or one a refused Continue or Regenerate put
+        back."""
+        self.turns += [asked, answer]
+
+    def take_last_exchange(self) -> tuple[dict, dict]:
+        """The last question and its reply, out of the chat while Continue or Regenerate rewrites the reply (they
+        come back with it, or as they were when the engine refuses)."""
+        asked, answer = self.turns[-2:]
+        del self.turns[-2:]
+        return asked, answer
+
+    def restore_turns(self, turns: list[dict]) -> None:
+        """The turns as they were before an edit the engine refused (ui/edits.py)."""
+        self.turns[:] = turns
+
 
 def made(session=None) -> ChatState | None:
     """The state of this chat (or of `session`'s) if it is already made (without making it)."""
-    making = getattr(session or door.session(), STATE_ATTR, None)
+    making = door.kept_with(session or door.session(), STATE)
     return making.result() if making is not None and making.done() and not _failed(making) else None
 
 
@@ -68,17 +86,17 @@ def _failed(making: asyncio.Future) -> bool:
 async def current(engine, thread: dict | None = None) -> ChatState:
     """This chat's state; `thread`: the stored chat that on_chat_resume was given, if that is the caller."""
     session = door.session()
-    making = getattr(session, STATE_ATTR, None)
+    making = door.kept_with(session, STATE)
     if making is None or _failed(making):
         making = spawn(_make(engine, thread))
-        setattr(session, STATE_ATTR, making)
+        door.keep_with(session, STATE, making)
     return await asyncio.shield(making)  # a Stop of one waiting hook must not cancel the making for the others
 
 
 def forget(session) -> ChatState | None:
     """The next hook to ask makes this chat anew (its thread was deleted); returns the state it forgot."""
     state = made(session)
-    setattr(session, STATE_ATTR, None)
+    door.keep_with(session, STATE, None)
     return state
 
 

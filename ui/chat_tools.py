@@ -50,8 +50,7 @@ async def _answer(engine, layer, chat, going_on: cl.Message | None, replaces: cl
     """Answer the chat's last question again (`going_on`: by continuing that reply; `replaces`: the reply a new one
     takes the place of), as a task the chat can stop. The question keeps the library's passages it was asked
     with, so the answer names the same sources as the reply it continues or replaces."""
-    asked, earlier = chat.turns[-2:]
-    del chat.turns[-2:]  # the turns come back when the reply is finished, or as they were when it is refused
+    asked, earlier = chat.take_last_exchange()  # back when the reply is finished, or as they were if refused
     found = Found.stored((going_on or replaces).metadata)
     await door.emitter().task_start()
     try:

@@ -79,7 +79,7 @@ async def put_back(chat) -> None:
         return
     chat.edit = None
     edit.question.content = edit.text_before
-    chat.turns[:] = edit.turns_before
+    chat.restore_turns(edit.turns_before)
     await edit.question.send()
     for message in edit.later:
         await message.send()

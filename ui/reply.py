@@ -22,7 +22,7 @@ from chainlit_door.patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, show_and_store, transient
-from ui import attachments, context_fill, edits, library, sessions, text, versions
+from ui import attachments, context_fill, edits, library, sessions, sidebar, text, versions
 from engine.who import asking
 from ui.words import error_text, say
 
@@ -37,7 +37,6 @@ class Reply:
     """One reply being written: the question it answers, the message that shows it, what is not shown yet."""
 
     layer: object  # the history's data layer, or None
-    turns: list[dict]  # the chat's turns before the question; the finished turn is added to them
     asked: dict
     message: cl.Message
     saver: ReplySaver
@@ -52,7 +51,7 @@ class Reply:
     started: bool = False  # whether the engine sent anything
     wrote: bool = False  # whether the engine sent any words (a Stop before them leaves a Continue or Regenerate undone)
     previous: cl.Message | None = None  # the chat's latest reply before this one, the latest again if this is refused
-    chat: object = None  # the chat (ui/chat_state.py), which pages through the versions of its replies
+    chat: object = None  # the chat (ui/chat_state.py): the finished exchange joins its turns; it pages the versions
     versions: list[str] | None = None  # the answers to the question before this one, kept with it (ui/versions.py)
 
     @property
@@ -93,7 +92,7 @@ class Reply:
         sent = attachments.as_sent(self.asked, stats)
         if sent is not self.asked:
             attachments.keep(self.layer, sent)
-        self.turns += [sent, {"role": "assistant", "content": answer}]
+        self.chat.add_exchange(sent, {"role": "assistant", "content": answer})
         stats = joined(self.before, stats)
         if stats is not None:
             self.chat.context_used = context_fill.used(stats)
@@ -119,7 +118,7 @@ class Reply:
         """A Continue or Regenerate refused before the engine sent anything (the question no longer fits, the
         engine failed): the reply, its turn and its tools as they were (a continued reply does not claim to have
         been stopped; a regenerated one was never removed). Returns the reply, the chat's latest again."""
-        self.turns += [self.asked, self.earlier]
+        self.chat.add_exchange(self.asked, self.earlier)
         if self.replaces is not None:  # Regenerate: the new reply was never shown
             shown = self.replaces
             shown.actions = [*tools(shown.metadata.get("finish")),
@@ -177,7 +176,7 @@ def stored_stats(message: cl.Message) -> Stats | None:
         return None
 
 
-async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Message | None, found=None,
+async def _begin(layer, chat, asked: dict, going_on: cl.Message | None, found=None,
                  earlier: dict | None = None, replaces: cl.Message | None = None) -> Reply:
     """The reply's message: a new one, or `going_on`, the reply to continue, shown again as its text alone."""
     if chat.reply is not None:  # the tools are for the latest reply only; its earlier answers stay a press away
@@ -195,7 +194,7 @@ async def _begin(layer, chat, turns: list[dict], asked: dict, going_on: cl.Messa
     previous, chat.reply = chat.reply, message
     before = None if going_on is None else stored_stats(going_on)
     kept = versions.earlier(replaces) if replaces is not None else versions.texts(message)[:-1]
-    return Reply(layer, turns, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before,
+    return Reply(layer, asked, message, ReplySaver(message, layer), chat.prefs.show_stats, before=before,
                  found=found, shown_before=shown_before, earlier=earlier, replaces=replaces, chat=chat, versions=kept,
                  previous=previous)
 
@@ -217,14 +216,14 @@ async def reply_to(engine, layer, chat, turns: list[dict], asked: dict, going_on
     reply to `asked` to continue, in its own message, from its stored answer; `found`: what the library added to
     the question (ui/library.py), named under the reply; `earlier`: the reply's turn that a Continue or a
     Regenerate (of `replaces`) took out of `turns`, put back if the engine refuses the request."""
-    keep_settings(layer)
+    keep_settings(layer, sidebar.values(chat.prefs))
     sessions.remember(layer)
     attachments.keep(layer, asked)
     request_id = chat.request_id = uuid.uuid4().hex
     prompt = [{key: t[key] for key in PROMPT_KEYS if key in t} for t in [*turns, asked]]
     if going_on is not None:
         prompt.append({"role": "assistant", "content": going_on.metadata["answer"]})
-    reply, stats = await _begin(layer, chat, turns, asked, going_on, found, earlier, replaces), None
+    reply, stats = await _begin(layer, chat, asked, going_on, found, earlier, replaces), None
     queued = await _busy_notice(engine, layer)
     try:
         async for item in engine.stream(prompt, chat.prefs.sampling, chat.prefs.system_prompt, request_id,

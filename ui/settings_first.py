@@ -9,11 +9,22 @@ A preset switch is such a change too: a message sent during it waits for the eng
 """
 
 import asyncio
-import weakref
 
+from chainlit_door import sessions as door
 from chainlit_door.sessions import session_of_socket, wrap_socket_handler
 
-_UNDER_WAY: "weakref.WeakKeyDictionary[object, asyncio.Event]" = weakref.WeakKeyDictionary()  # set: none
+
+
+class _Changes:
+    """A chat's settings changes being applied: how many, and set while there are none."""
+
+    def __init__(self):
+        self.pending, self.none = 0, asyncio.Event()
+        self.none.set()
+
+
+def _changes(session) -> _Changes:
+    return door.kept_with(session, "settings_changes", _Changes)
 
 
 def apply_settings_first() -> None:
@@ -26,22 +37,19 @@ def _marking(original):
         session = session_of_socket(sid)
         if session is None:
             return await original(sid, settings)
-        idle = _UNDER_WAY.setdefault(session, asyncio.Event())
-        pending = getattr(idle, "pending", 0) + 1
-        idle.pending = pending
-        idle.clear()
+        changes = _changes(session)
+        changes.pending += 1
+        changes.none.clear()
         try:
             return await original(sid, settings)
         finally:
-            idle.pending -= 1
-            if idle.pending == 0:
-                idle.set()
+            changes.pending -= 1
+            if changes.pending == 0:
+                changes.none.set()
 
     return chat_settings_change
 
 
 async def applied(session) -> None:
     """Return once no settings change of `session` is being applied."""
-    idle = _UNDER_WAY.get(session)
-    if idle is not None:
-        await idle.wait()
+    await _changes(session).none.wait()

@@ -20,7 +20,7 @@ async def to_defaults(engine, layer) -> None:
     base = sidebar.defaults(engine.settings, now.preset)
     fresh = await my_defaults.new_chat(replace(base, show_stats=now.show_stats, library=now.library), engine.settings)
     chat.prefs = replace(fresh, preset=now.preset)
-    keep_settings(layer)
+    keep_settings(layer, sidebar.values(chat.prefs))
     await chat_state.send_sidebar(engine, chat.prefs)
     whose = "settings.reset_yours" if chat.prefs.my_defaults else "settings.reset_app"
     await cl.Message(content=say(whose), author="system").send()

@@ -121,6 +121,14 @@ def context_of(settings: Settings, preset_name: str, running: presets.Preset | N
     return preset.max_model_len if preset else MAX_REPLY_TOKENS
 
 
+def values(prefs: ChatPreferences) -> dict:
+    """The sidebar's values of `prefs`, by widget id: what the history keeps of a chat's sidebar (`resumed` reads
+    them back)."""
+    return {"preset": prefs.preset, **prefs.sampling.model_dump(include=set(CHAT_SAMPLING)),
+            "system_prompt": prefs.system_prompt, "show_stats": prefs.show_stats, "library": prefs.library,
+            "my_defaults": prefs.my_defaults}
+
+
 def defaults(settings: Settings, current_preset: str) -> ChatPreferences:
     return ChatPreferences(settings.sampling(), settings.system_prompt, True, current_preset)
 
