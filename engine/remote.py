@@ -300,7 +300,7 @@ class RemoteEngine(Backend):
             kv_cache_usage=gauges.get("vllm:kv_cache_usage_perc"),
             requests_running=int(gauges.get("vllm:num_requests_running", 0)),
             requests_waiting=int(gauges.get("vllm:num_requests_waiting", 0)),
-            chat_requests=self._admission.held(CHAT), api_sequences=self.api_sequences,
+            chat_requests=self.chat_requests, api_sequences=self.api_sequences,
             user_share=self._admission.share, waiting_for_share=sum(self._admission.waiting().values()),
         )
 
