@@ -24,8 +24,6 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.who import LOCAL  # noqa: F401 (who a request naming no user is: engine/who.py)
-
 CHAT, API = "chat", "api"  # the kinds of request
 WARMUP = "(warm-up)"  # who the engine's own warm-up requests are: nobody's usage
 # vLLM runs lower first. A chat at -1 goes ahead of a request that sets none (0): also on a remote `vllm serve`

@@ -21,7 +21,8 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from engine import build, download, hardware, hosting, leftovers, model_files, presets
-from engine.admission import LOCAL, WARMUP, Admission
+from engine.admission import WARMUP, Admission
+from engine.who import LOCAL
 from engine.backend import Backend
 from engine.errors import ChatError, EngineStartError, PresetSwitchError
 from engine.hosting import VllmHost

@@ -23,7 +23,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from engine.admission import CHAT, LOCAL, Admission
+from engine.admission import CHAT, Admission
+from engine.who import LOCAL
 from engine.backend import Backend
 from engine.chat import Prompt, fit_prompt, plain
 from engine.errors import ChatError, RemoteEngineError

@@ -12,7 +12,8 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from engine.admission import CHAT, LOCAL, Admission
+from engine.admission import CHAT, Admission
+from engine.who import LOCAL
 from engine.chat import build_prompt
 from engine.errors import EngineDiedError
 from engine.reports import ReplyClock, Stats

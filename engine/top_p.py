@@ -15,7 +15,7 @@ the mass above a token is within float32 rounding of p, where vLLM's own answer 
 How it runs: a request's top p is handed to vLLM as 1 (so vLLM never sorts) and travels in
 `SamplingParams.extra_args[KEY]` to `TopPOverBestK`, an argmax-invariant logits processor, which vLLM applies
 after the temperature (so the cut is made on logits / T, as vLLM's own) and after min p, before its top k, as its
-own top p would be. `hand_over` makes that change to a request's parameters, for the chats (engine/engine.py) and
+own top p would be. `hand_over` makes that change to a request's parameters, for the chats (engine/requests.py) and
 the API (engine/openai_app.py's client); only where the engine was built with the processor (presets.engine_kwargs),
 only for sampled requests without a top k (vLLM applies top p after top k: those keep vLLM's path).
 

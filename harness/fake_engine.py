@@ -10,7 +10,8 @@ and what it saw is in `seen`, `switched` and `aborted`.
 import asyncio
 
 from engine import presets
-from engine.admission import CHAT, LOCAL, Admission
+from engine.admission import CHAT, Admission
+from engine.who import LOCAL
 from engine.backend import Backend
 from engine.errors import ChatError
 from engine.reports import Stats, Status
