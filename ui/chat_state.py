@@ -17,7 +17,7 @@ import chainlit as cl
 from chainlit_door.sessions import resume
 from history.turns import turns_from
 from lifetime.tasks import spawn
-from ui import attachments, context_fill, my_defaults, reply, sessions, sidebar, start_note, versions
+from ui import attachments, branches, context_fill, my_defaults, reply, sessions, sidebar, start_note, versions
 from chainlit_door import sessions as door
 
 STATE = "chat_state"  # kept with the chat's session (chainlit_door.sessions.kept_with)
@@ -71,6 +71,12 @@ class ChatState:
         """The turns as they were before an edit the engine refused (ui/edits.py)."""
         self.turns[:] = turns
 
+    def show_branch(self, leaving: set[str], turns: list[dict]) -> None:
+        """Another branch of an edited question is shown (ui/branches.py): the turns from the first of `leaving` (the
+        question and the messages shown after it) give way to that branch's `turns`."""
+        cut = next((i for i, turn in enumerate(self.turns) if turn.get("id") in leaving), len(self.turns))
+        self.turns[cut:] = turns
+
 
 def made(session=None) -> ChatState | None:
     """The state of this chat (or of `session`'s) if it is already made (without making it)."""
@@ -119,6 +125,8 @@ async def _make(engine, thread: dict | None) -> ChatState:
         await reply.offer_tools(state.reply)
     for kept in [] if thread is None else versions.stored(thread):  # the history keeps them, not their buttons
         await versions.offer(state, state.reply if state.reply is not None and state.reply.id == kept.id else kept)
+    if thread is not None:
+        await branches.offer_stored(thread)
     if continued is not None:
         await sessions.tell_if_cut_off(continued)
     if not engine.ready:

@@ -1,7 +1,8 @@
-"""An edited question (Chainlit's pencil): the turns after it go, and its new text takes the old one's place, only
-once the engine takes the edited question's request. A refused edit (the text does not fit the context, a file is
-refused, the engine fails, a message over the socket's 1 MB) leaves the question, the turns after it and the stored
-chat as they were: the page had already dropped those turns, so they are shown again.
+"""An edited question (Chainlit's pencil): the turns after it go, kept as a branch of the question (ui/branches.py),
+and its new text takes the old one's place, only once the engine takes the edited question's request. A refused
+edit (the text does not fit the context, a file is refused, the engine fails, a message over the socket's 1 MB)
+leaves the question, the turns after it and the stored chat as they were: the page had already dropped those
+turns, so they are shown again.
 
 Chainlit's own edit handler removes every later message from the page and the history, and stores the new text,
 before the app sees the edit; this one replaces it (`chainlit_door.patches.wrap_socket_handler`) and leaves those
@@ -14,7 +15,7 @@ import chainlit as cl
 from chainlit_door.sessions import enter, rerun_message, session_of_socket, shown_messages, wrap_socket_handler
 
 from history.writes import show_and_store
-from ui import oversized
+from ui import branches, oversized
 
 
 @dataclass
@@ -60,15 +61,17 @@ def _handler(current_chat):
 
 
 async def take(chat, layer) -> None:
-    """The engine took the edited question's request: the turns after it go, from the page and the history, and
-    its new text is stored."""
+    """The engine took the edited question's request: its new text is stored, with the question as it was and the
+    turns after it kept as a branch in its metadata (ui/branches.py), and those turns leave the page and the
+    history."""
     edit = getattr(chat, "edit", None)
     if edit is None:
         return
     chat.edit = None
+    await branches.keep(edit.question, edit.text_before, edit.later)
+    await show_and_store(edit.question, layer)  # the branch kept before its messages go
     for message in edit.later:
         await message.remove()
-    await show_and_store(edit.question, layer)
 
 
 async def put_back(chat) -> None:

@@ -22,7 +22,7 @@ from chainlit_door.patches import STOP_NOTICE
 from engine.errors import ChatError
 from engine.reports import Stats
 from history.writes import ReplySaver, keep_settings, show_and_store, transient
-from ui import attachments, context_fill, edits, library, sessions, sidebar, text, versions
+from ui import attachments, branches, context_fill, edits, library, sessions, sidebar, text, versions
 from engine.who import asking
 from ui.words import error_text, say
 
@@ -113,6 +113,7 @@ class Reply:
         self.message.actions = [*tools(finish), *versions.buttons(self.message)]
         versions.remember(self.chat, self.message)
         await show_and_store(self.message, self.layer)
+        await branches.offer(self.message)  # the reply to an edited question pages its branches
 
     async def put_back(self) -> cl.Message:
         """A Continue or Regenerate refused before the engine sent anything (the question no longer fits, the

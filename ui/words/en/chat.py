@@ -41,6 +41,15 @@ TEXTS = {
     "reply_version_next.tip": "Show answer {at} of {of}",
     "versions.gone": "That answer is no longer kept: the reply has been replaced or its chat reopened.",
 
+    # an edited question's branches: the question as it was and the turns after it (ui/branches.py)
+    "question_branch_previous": "◀ Question {at} / {of}",
+    "question_branch_previous.tip": "Show version {to} of {of} of the question above, with the replies that followed",
+    "question_branch_next": "Question {at} / {of} ▶",
+    "question_branch_next.tip": "Show version {to} of {of} of the question above, with the replies that followed",
+    "branches.gone": ("That version of the question is no longer here: the chat has changed since. Use the buttons "
+                      "under its reply."),
+    "doing.showing another version of the question": "showing another version of the question",
+
     # a reply's notes and its cost line
     "reply.stopped": "*Stopped.*",
     "reply.busy": "⏳ Every slot of the engine is busy; your reply starts as soon as one frees up.",

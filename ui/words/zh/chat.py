@@ -40,6 +40,14 @@ TEXTS = {
     "reply_version_next.tip": "查看第 {at} 版回答（共 {of} 版）",
     "versions.gone": "那一版回答已不再保留：这条回复已被替换，或对话已重新打开。",
 
+    # an edited question's branches: the question as it was and the turns after it (ui/branches.py)
+    "question_branch_previous": "◀ 问题 第 {at} / {of} 版",
+    "question_branch_previous.tip": "查看上面问题的第 {to} 版（共 {of} 版）及其后的回复",
+    "question_branch_next": "问题 第 {at} / {of} 版 ▶",
+    "question_branch_next.tip": "查看上面问题的第 {to} 版（共 {of} 版）及其后的回复",
+    "branches.gone": "问题的那一版已不在这里：对话此后已经改变。请使用它的回复下方的按钮。",
+    "doing.showing another version of the question": "查看问题的另一版",
+
     # a reply's notes and its cost line
     "reply.stopped": "*已停止。*",
     "reply.busy": "⏳ 引擎的所有槽位都在忙，一有空位就开始生成你的回复。",

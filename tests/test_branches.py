@@ -1,0 +1,193 @@
+"""An edit keeps the old branch: the question as it was and every turn after it stay a press of "◀ Question 2 / 2"
+away under the reply to the edited question, the chat's prompt is the branch shown, and the history keeps every
+branch across a restart (ui/branches.py).
+
+Fast: the bookkeeping of the question's metadata, and the hooks inside a Chainlit context with a fake engine.
+Slow: the real server with its SQLite history, restarted, and a socket.io client; then Chromium.
+"""
+
+import asyncio
+import json
+import os
+import time
+
+import pytest
+from chainlit.chat_context import chat_context
+from chainlit.context import init_http_context
+from chainlit.emitter import BaseChainlitEmitter
+
+import harness.fake_engine
+from lifetime.runtime import RUNTIME
+from ui import branches, broadcast, edits
+
+os.environ["CHAT_HISTORY"] = "false"  # as tests/test_hooks.py: no database for the fast tier's hooks
+RUNTIME.port_checked = True
+import app  # noqa: E402
+
+del os.environ["CHAT_HISTORY"]
+
+
+# ---- the bookkeeping -------------------------------------------------------------------------------------------
+
+def _later(*texts: str) -> list[dict]:
+    return [{"id": f"s{i}", "type": "assistant_message", "output": t, "metadata": {"for": "q"}}
+            for i, t in enumerate(texts)]
+
+
+def test_an_edit_keeps_the_branch_it_replaces_and_shows_the_new_one():
+    meta = branches.edited({}, "old question", _later("old reply"))
+    assert branches.position(meta) == (1, 2), "the new branch is shown, the second of two"
+    assert meta["branches"][0] == {"question": "old question", "later": _later("old reply")}
+    again = branches.edited(meta, "newer question", _later("newer reply"))
+    assert branches.position(again) == (2, 3)
+    assert [b and b["question"] for b in again["branches"]] == ["old question", "newer question", None], \
+        "a second edit keeps both earlier branches, oldest first"
+
+
+def test_switching_keeps_the_branch_leaving_and_hands_over_the_one_shown():
+    meta = branches.edited({"location": "x"}, "old question", _later("old reply"))
+    meta, target = branches.switched(meta, 0, "new question", _later("new reply"))
+    assert target == {"question": "old question", "later": _later("old reply")}
+    assert branches.position(meta) == (0, 2) and meta["location"] == "x"
+    assert meta["branches"] == [None, {"question": "new question", "later": _later("new reply")}]
+    meta, target = branches.switched(meta, 1, "old question", _later("old reply"))
+    assert target["question"] == "new question" and meta["branches"][0]["later"] == _later("old reply")
+
+
+def test_the_buttons_say_which_version_of_the_question_is_shown():
+    meta = branches.edited({}, "old", _later("r"))
+    [back] = branches.buttons("reply-1", "q", meta)
+    assert (back.name, back.label, back.forId, back.payload) == (
+        branches.PREVIOUS, "◀ Question 2 / 2", "reply-1", {"question": "q", "to": 0})
+    meta, _ = branches.switched(meta, 0, "new", _later("n"))
+    [forward] = branches.buttons("reply-1", "q", meta)
+    assert (forward.name, forward.label, forward.payload["to"]) == (branches.NEXT, "Question 1 / 2 ▶", 1)
+    assert branches.buttons("reply-1", "q", {}) == [], "a question never edited has no buttons"
+    assert branches.position({"branches": [None, None], "branch": 5}) is None, "a broken record shows none"
+
+
+async def test_notices_are_not_part_of_a_branch():
+    def message(kind, meta):
+        return app.cl.Message(content="x", type=kind, metadata=meta)
+
+    init_http_context()
+    kept = branches.conversation([message("user_message", {}), message("assistant_message", {"for": "q"}),
+                                  message("assistant_message", {}), message("assistant_message", '{"for": "q"}')])
+    assert [k["type"] for k in kept] == ["user_message", "assistant_message", "assistant_message"]
+
+
+# ---- the hooks, with a fake engine ------------------------------------------------------------------------------
+
+class Recorder(BaseChainlitEmitter):
+    """What the browser would be sent: each message's latest content, and the buttons shown."""
+
+    def __init__(self, session):
+        super().__init__(session)
+        self.shown: dict[str, str] = {}
+        self.actions: list[dict] = []
+
+    async def send_step(self, step):
+        self.shown[step["id"]] = step["output"]
+
+    update_step = send_step
+
+    async def delete_step(self, step):
+        self.shown.pop(step["id"], None)
+
+    async def send_token(self, id, token, is_sequence=False, is_input=False):
+        self.shown[id] = self.shown.get(id, "") + token
+
+    async def emit(self, event, data):
+        if event == "action":
+            self.actions.append(data)
+        elif event == "remove_action":
+            found = next((a for a in self.actions if a["id"] == data["id"]), None)
+            if found is not None:
+                self.actions.remove(found)
+
+    def set_chat_settings(self, settings):
+        pass
+
+
+@pytest.fixture
+async def chat(monkeypatch):
+    context = init_http_context()
+    context.emitter = Recorder(context.session)
+    fake = harness.fake_engine.FakeEngine(app.engine.settings)
+    monkeypatch.setattr(app, "engine", fake)
+    monkeypatch.setattr(broadcast, "broadcast", lambda key, **values: asyncio.sleep(0))
+    await app.start_chat()
+    return context.emitter, fake
+
+
+async def _ask(text: str) -> app.cl.Message:
+    question = app.cl.Message(content=text, author="User", type="user_message")
+    chat_context.add(question)  # as Chainlit's own handler of a sent message does
+    await app.on_message(question)
+    return question
+
+
+async def _edit(question, text: str) -> None:
+    """What ui/edits.py's handler of Chainlit's pencil does, without the socket."""
+    chat = app.chat_state.made()
+    shown = chat_context.get()
+    index = shown.index(question)
+    chat.edit = edits.Edit(question, question.content, shown[index + 1:], list(chat.turns))
+    question.content = text
+    await app.on_message(question)
+
+
+def _button(shown: Recorder, name: str) -> app.cl.Action:
+    found = [a for a in shown.actions if a["name"] == name]
+    assert len(found) == 1, f"one {name} button, not {len(found)}: {shown.actions}"
+    return app.cl.Action(**{k: found[0][k] for k in ("name", "payload", "id", "forId")})
+
+
+async def test_an_edited_question_keeps_its_old_branch_and_switching_shows_it_and_makes_it_the_prompt(chat):
+    shown, fake = chat
+    first = await _ask("first")
+    fake.deltas = ["Second answer"]
+    await _ask("second")
+    old_texts = set(shown.shown.values())
+    fake.deltas = ["Edited answer"]
+    await _edit(first, "first, edited")
+    assert fake.seen[-1] == [{"role": "user", "content": "first, edited"}]
+    assert not any("Second answer" in text for text in shown.shown.values()), "the old turns left the page"
+    back = _button(shown, branches.PREVIOUS)
+    assert [a["label"] for a in shown.actions if a["name"] == branches.PREVIOUS] == ["◀ Question 2 / 2"]
+
+    await app.switch_branch(back)
+    assert shown.shown[first.id] == "first" and set(shown.shown.values()) >= old_texts, \
+        "the old question, its reply and the turn after it are shown again"
+    assert not any("Edited answer" in text for text in shown.shown.values())
+    assert [a["label"] for a in shown.actions if a["name"] == branches.NEXT] == ["Question 1 / 2 ▶"]
+    assert not [a for a in shown.actions if a["name"] == branches.PREVIOUS], "the other button went"
+    assert app.REGENERATE_ACTION in [a["name"] for a in shown.actions], "the latest reply has its tools again"
+    fake.deltas = ["Third"]
+    await _ask("third")
+    assert fake.seen[-1] == [
+        {"role": "user", "content": "first"}, {"role": "assistant", "content": "Hello there, friend."},
+        {"role": "user", "content": "second"}, {"role": "assistant", "content": "Second answer"},
+        {"role": "user", "content": "third"}], "the prompt is the branch shown"
+
+    await app.switch_branch(_button(shown, branches.NEXT))
+    assert shown.shown[first.id] == "first, edited"
+    assert not any(t in text for text in shown.shown.values() for t in ("Second answer", "Third"))
+    await _ask("fourth")
+    assert fake.seen[-1][:2] == [{"role": "user", "content": "first, edited"},
+                                 {"role": "assistant", "content": "Edited answer"}]
+    await app.switch_branch(_button(shown, branches.PREVIOUS))
+    assert any("Third" in text for text in shown.shown.values()), "the branch keeps the turns asked in it"
+
+
+async def test_a_switch_while_a_reply_is_written_is_refused_and_changes_nothing(chat):
+    shown, fake = chat
+    first = await _ask("first")
+    await _edit(first, "first, edited")
+    before, turns = dict(shown.shown), list(app.chat_state.made().turns)
+    app.chat_state.made().request_id = "req-1"  # a reply being written
+    await app.switch_branch(_button(shown, branches.PREVIOUS))
+    app.chat_state.made().request_id = None
+    assert "still being written" in list(shown.shown.values())[-1]
+    assert {k: v for k, v in shown.shown.items() if k in before} == before
+    assert app.chat_state.made().turns == turns
