@@ -27,7 +27,7 @@ def words_of(text: str) -> str:
 
 
 def test_every_language_has_every_key_and_nothing_else():
-    assert words.LANGUAGES == ("en", "zh") and sorted(history_words.TABLES) == ["en", "zh"]
+    assert {"en", "zh"} <= set(words.LANGUAGES) == set(history_words.TABLES), "the history speaks every language"
     for name, table in TABLES.items():
         english = (words.TEXTS if name.startswith("ui/") else history_words.TABLES["en"])
         assert table.keys() == english.keys(), f"{name}: {sorted(table.keys() ^ english.keys())}"

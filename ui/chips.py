@@ -39,6 +39,8 @@ async def _usage(engine, layer, message) -> None:
 
 @dataclass(frozen=True)
 class Chip:
+    """One chip: what Chainlit shows, what a message naming it runs, and how the page and the dispatch treat it."""
+
     name: str  # in English: the key of its words, its slash command, what the app knows it by
     icon: str  # a Lucide icon's name, as Chainlit draws it
     handle: Callable[..., Awaitable[None]]  # (engine, history layer, message): does what the chip is for
