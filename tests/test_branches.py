@@ -191,3 +191,107 @@ async def test_a_switch_while_a_reply_is_written_is_refused_and_changes_nothing(
     assert "still being written" in list(shown.shown.values())[-1]
     assert {k: v for k, v in shown.shown.items() if k in before} == before
     assert app.chat_state.made().turns == turns
+
+
+# ---- the real server, restarted ---------------------------------------------------------------------------------
+
+REGENERATE = "regenerate_reply"
+
+
+@pytest.fixture(scope="module")
+def history(engine_env, tmp_path_factory):
+    """The server's environment with its own history database; `start()` starts a server on it."""
+    from harness.presets import APP_PRESET
+    from harness.server import ChainlitServer
+
+    folder = tmp_path_factory.mktemp("branches")
+    env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(folder / "chats.db"),
+           "CHAT_API": "false"}
+    servers = []
+
+    def start():
+        servers.append(ChainlitServer(env, folder / f"chainlit-{len(servers)}.log").start())
+        return servers[-1]
+    yield start
+    for server in servers:
+        server.stop()
+
+
+async def _until(condition, what: str, client=None, timeout: float = 300):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}" + (
+            f"; the chat shows: {client.all_text()[-600:]!r}" if client else "")
+        await asyncio.sleep(0.05)
+    return found
+
+
+def _shown(client) -> list[tuple[str, str]]:
+    """The questions and replies the page shows, in order."""
+    return [(m.type, m.content) for m in client.messages.values()
+            if m.type == "user_message" or m.author == "ERNIE Chat"]
+
+
+def _branch_button(client, name: str, label: str):
+    found = client.action(name)
+    return found if found is not None and found.get("label") == label else None
+
+
+async def _pressed(client, button: dict, question_id: str, question_text: str) -> None:
+    """Press a branch button and wait until the page shows that branch's question."""
+    await client.click(button)
+    await _until(lambda: getattr(client.messages.get(question_id), "content", None) == question_text,
+                 f"the question shown as {question_text!r}", client)
+    await asyncio.sleep(0.5)  # the branch's messages follow the question
+
+
+@pytest.mark.slow
+async def test_both_branches_of_an_edit_survive_a_kill_9_and_switch_on_the_reopened_chat(history):
+    import signal
+
+    from harness.chat_client import ChatClient
+    from harness.stored import step_texts
+
+    server = history()
+    client = await ChatClient(server.url).connect()
+    await client.change_settings({"max_tokens": 12})
+    await client.ask("Name a colour.")
+    await client.ask("And another one?")
+    old = _shown(client)
+    first = next(m for m in client.messages.values() if m.type == "user_message")
+    await client.edit(first.id, "Name a fruit.")
+    await client.wait_idle()
+    back = await _until(lambda: _branch_button(client, branches.PREVIOUS, "◀ Question 2 / 2"), "◀ Question 2 / 2",
+                        client)
+    new = _shown(client)
+    assert [text for kind, text in new if kind == "user_message"] == ["Name a fruit."], "the later turns left"
+
+    await _pressed(client, back, first.id, "Name a colour.")
+    await _until(lambda: _shown(client) == old, "the old branch shown again", client)
+    await _until(lambda: _branch_button(client, branches.NEXT, "Question 1 / 2 ▶"), "Question 1 / 2 ▶", client)
+    await _until(lambda: (client.action(REGENERATE) or {}).get("forId") == client.replies("ERNIE Chat")[-1].id,
+                 "Regenerate under the branch's latest reply", client)
+    await client.change_settings({"max_tokens": 4096})
+    await client.send("Tell me everything you know.")  # the server dies while this is written
+    await client.wait_started()
+    await asyncio.sleep(1.5)
+    server.kill(signal.SIGKILL, group=True)
+    await client.close(thread_within_s=0)
+
+    server = history()
+    reopened = await ChatClient(server.url, thread_id=client.thread_id).connect()
+    try:
+        assert step_texts(reopened.resumed)[:4] == old, "the history holds the branch shown"
+        forward = await _until(lambda: _branch_button(reopened, branches.NEXT, "Question 1 / 2 ▶"),
+                               "the branch buttons of the reopened chat", reopened)
+        await _pressed(reopened, forward, first.id, "Name a fruit.")
+        await _until(lambda: _shown(reopened) == new, "the edited branch, as it was shown", reopened)
+        back = await _until(lambda: _branch_button(reopened, branches.PREVIOUS, "◀ Question 2 / 2"),
+                            "◀ Question 2 / 2 after the switch", reopened)
+        await reopened.change_settings({"max_tokens": 12})
+        await reopened.ask("Which is sweetest?")
+        assert [t for k, t in _shown(reopened) if k == "user_message"] == ["Name a fruit.", "Which is sweetest?"]
+        await _pressed(reopened, back, first.id, "Name a colour.")
+        await _until(lambda: _shown(reopened)[:4] == old, "the old branch again, after the restart", reopened)
+    finally:
+        await reopened.close()
