@@ -3,7 +3,7 @@ key (history/keys.py), or the person at this machine.
 
 - **A user's key** (`chat-...`) makes the request that user's everywhere: their library in the `library` field,
   their share of the engine, their usage. `check` answers engine/who.py's `Who`, which the gate makes the request's
-  (`acting_as`), as a chat's is its signed-in user.
+  (its ticket's caller: engine/who.py's `serving`), as a chat's is its signed-in user.
 - **The operator's key** works as it always has: the whole API, no user's (its usage counts to the operator), or
   the local user's when sent from this machine to a loopback server.
 - **No key** is enough only where it always was: a server on loopback without CHAT_API_KEY, asked from this

@@ -9,7 +9,7 @@ hang, never a 500. A request's sequences are its prompts times its `n`, read wit
 request models (so "40" and 40.0 count as 40, as vLLM will run them), against the preset that runs
 or that the first start will pick. It admits the API's sequences through the engine's one admission
 (`engine.admit`, engine/admission.py), as the chats' replies are admitted, as its user (api/callers.py's answer,
-engine/who.py's `Who`, which the request's task acts as): the user's share of the engine and the priority vLLM
+engine/who.py's `Who`, which its ticket carries): the user's share of the engine and the priority vLLM
 gives the request are the admission's. A plain ASGI app, so any web server can route to it.
 """
 
@@ -23,8 +23,8 @@ from api.callers import Callers, Refusal
 from engine import build, presets, startup
 from engine.admission import API
 from engine.errors import ChatError
-from engine.who import THE_OPERATOR, acting_as
-from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, admitted, request_models
+from engine.who import THE_OPERATOR, serving
+from engine.openai_app import CHAT_PATH, COMPLETIONS_PATH, request_models
 from lifetime.runtime import RUNTIME
 from web.asgi import read_body, replay
 from web.listen import chosen_port, is_loopback
@@ -117,8 +117,8 @@ class ApiGate:
                                 "InternalServerError")
         if problem:
             return await _error(send, 400, problem, "BadRequestError", cost.field)
-        async with self.engine.admit(asking.name, cost.sequences if cost else 0, API) as ticket:
-            with acting_as(asking), admitted(ticket):  # its priority, its tokens noted on it and counted at the end
+        async with self.engine.admit(asking, cost.sequences if cost else 0, API) as ticket:
+            with serving(ticket):  # its caller, its priority, its tokens noted on it and counted at the end
                 await app(scope, replay(body, receive), send if sources is None else _with_sources(send, sources))
 
     async def _cost(self, path: str, request) -> Cost | None:

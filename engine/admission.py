@@ -24,6 +24,8 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from engine.who import Who
+
 CHAT, API = "chat", "api"  # the kinds of request
 WARMUP = "(warm-up)"  # who the engine's own warm-up requests are: nobody's usage
 # vLLM runs lower first. A chat at -1 goes ahead of a request that sets none (0): also on a remote `vllm serve`
@@ -43,6 +45,7 @@ class Ticket:
     prompt: int = 0  # the tokens it used, noted as it runs, counted at the release (`usage_sink`)
     cached: int = 0
     reply: int = 0
+    caller: Who | None = None  # who asked, when the admission was given more than a name (engine/who.py)
 
 
 # Told of each request the admission releases, with what it used: where usage is counted (history/usage.py); set
@@ -63,13 +66,15 @@ class Admission:
         self.prioritized = prioritized
 
     @contextlib.asynccontextmanager
-    async def admit(self, who: str, sequences: int = 1, kind: str = CHAT):
-        """Hold `sequences` for user `who` (a request of `kind`) while the block runs, after waiting for the
-        user's share if they are over it; released however it ends (a cancelled wait takes nothing)."""
+    async def admit(self, who: str | Who, sequences: int = 1, kind: str = CHAT):
+        """Hold `sequences` for user `who` (a name, or the Who that asks) for a request of `kind` while the block
+        runs, after waiting for the user's share if they are over it; released however it ends (a cancelled wait
+        takes nothing)."""
+        caller, who = (who, who.name) if isinstance(who, Who) else (None, who)
         if not isinstance(who, str) or not who or kind not in PRIORITY or sequences < 0:
             raise ValueError(f"cannot admit {sequences} sequences of kind {kind!r} for user {who!r}")
         share = self._share()
-        ticket = Ticket(who, sequences, kind, PRIORITY[kind] if self.prioritized else 0)
+        ticket = Ticket(who, sequences, kind, PRIORITY[kind] if self.prioritized else 0, caller=caller)
         if self._ahead(ticket) or not self._fits(ticket, share):
             await self._wait(ticket)
         else:

@@ -182,7 +182,8 @@ class ChatEngine(Backend):
                 await self.ensure_started()
                 llm = self.client
             if self._openai[0] is not llm:
-                self._openai = (llm, await build_openai_app(llm, self.settings.model, self._host.stop_ids))
+                self._openai = (llm, await build_openai_app(llm, self.settings.model, self._host.stop_ids,
+                                                                 self.settings.sampling()))
                 log.info("OpenAI-compatible API ready at /v1 for %s", self.settings.model)
             return self._openai[1]
 

@@ -8,14 +8,12 @@ client (`AdmittedClient`) that makes each request stop where the chat's do, samp
 hand-over, engine/top_p.py), run at the priority its admission chose (a client's own `priority` field is
 replaced, so no client can jump the line) and note the tokens it used on its admission's ticket, counted at the
 release as a chat's are (engine/admission.py). What the gate admitted reaches that client through one context
-variable (`admitted`). `ChatEngine.openai_app` builds one app per engine instance (a preset switch builds a new
-engine, so a new app); api/gate.py is the door in front of it.
+variable (engine/who.py's `serving`: the ticket, with its caller). `ChatEngine.openai_app` builds one app per
+engine instance (a preset switch builds a new engine, so a new app); api/gate.py is the door in front of it.
 """
 
-import contextlib
-from contextvars import ContextVar
 
-from engine import build, top_p
+from engine import build, top_p, who
 from engine.admission import Ticket
 from engine.sampling import Sampling, engine_values
 
@@ -23,7 +21,6 @@ CHAT_PATH, COMPLETIONS_PATH = "/v1/chat/completions", "/v1/completions"
 SERVED_PATHS = frozenset({"/v1/models", CHAT_PATH, COMPLETIONS_PATH})
 # The admission of the request that vLLM's app is answering, set by the gate around the app: the app's handlers run
 # in the gate's task (or tasks it starts, which copy the context), so `generate` reads it there.
-_ADMITTED: ContextVar[Ticket | None] = ContextVar("admitted", default=None)
 
 
 def _arg_parser():
@@ -43,10 +40,9 @@ def api_defaults(sampling: Sampling) -> dict:
     return engine_values(sampling)
 
 
-async def build_openai_app(llm, model: str, stop_ids: list[int], sampling: Sampling | None = None):
+async def build_openai_app(llm, model: str, stop_ids: list[int], sampling: Sampling):
     """vLLM's FastAPI app serving `model` from the running `llm`; the chat's stop tokens end every reply, and a
-    request samples with `sampling` (the settings' defaults) where it names no value; without it, vLLM's own
-    defaults (the model's generation config).
+    request samples with `sampling` (the settings' defaults, as a new chat does) where it names no value.
 
     Built as vLLM's own server builds it (`build_and_serve` in vllm.entrypoints.launchers.api_server.entry)."""
     from vllm.entrypoints.launchers.api_server.app_state import init_app_state
@@ -61,22 +57,10 @@ async def build_openai_app(llm, model: str, stop_ids: list[int], sampling: Sampl
     for serving in (getattr(app.state, "openai_serving_chat", None),
                     getattr(app.state, "openai_serving_completion", None)):
         if serving is not None:
-            if sampling is not None:
-                serving.default_sampling_params.update(api_defaults(sampling))
+            serving.default_sampling_params.update(api_defaults(sampling))
             serving.default_sampling_params["stop_token_ids"] = list(stop_ids)
             serving.engine_client = client
     return app
-
-
-@contextlib.contextmanager
-def admitted(ticket: Ticket):
-    """Requests that vLLM's app sends to the engine inside this block run at `ticket.priority`, and the tokens
-    they use are noted on `ticket`."""
-    token = _ADMITTED.set(ticket)
-    try:
-        yield
-    finally:
-        _ADMITTED.reset(token)
 
 
 class AdmittedClient:
@@ -88,7 +72,7 @@ class AdmittedClient:
         self._llm = llm
 
     def generate(self, prompt, sampling_params, *args, **kwargs):
-        ticket = _ADMITTED.get()
+        ticket = who.served()
         if ticket is not None:
             kwargs["priority"] = ticket.priority
         stream = self._llm.generate(prompt, top_p.hand_over(sampling_params, self._llm), *args, **kwargs)

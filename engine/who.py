@@ -10,9 +10,9 @@ A role never comes from a name: `owner` says the person came in as this machine'
 the operator's key), and operators are those owners and the users named in CHAT_ADMINS (`is_operator`). The
 reserved names are no user's: no login may take them (`RESERVED_NAMES`).
 
-`asking()` gives the user of the task that runs: an API request's, set by the gate for that request's task
-(`acting_as`), else the open chat's, found by what ui/ installed (`find_chats_user_with`: Chainlit lives above
-the engine).
+`asking()` gives the user of the task that runs: an API request's, the caller on the ticket the gate serves it with
+(`serving`), else the open chat's, found by what ui/ installed (`find_chats_user_with`: Chainlit lives above the
+engine).
 """
 
 import contextlib
@@ -40,7 +40,9 @@ class Who:
 THE_LOCAL_USER = Who(LOCAL, owner=True)
 THE_OPERATOR = Who(OPERATOR, owner=True)
 
-_ASKING: ContextVar[Who | None] = ContextVar("who_is_asking", default=None)
+# The one context variable of a request: the admission's ticket of the API request this task serves
+# (engine/admission.py), which carries its caller, its priority and the tokens it used
+_SERVING: ContextVar = ContextVar("serving", default=None)
 _chats_user: list[Callable[[], Who] | None] = [None]  # set once per process by ui/who.py
 
 
@@ -50,19 +52,26 @@ def find_chats_user_with(find: Callable[[], Who]) -> None:
 
 
 @contextlib.contextmanager
-def acting_as(who: Who):
-    """`asking()` is `who` within this block, and in the tasks it starts (an API request, api/gate.py)."""
-    token = _ASKING.set(who)
+def serving(ticket):
+    """This block (and the tasks it starts) serves the request admitted with `ticket` (api/gate.py): `asking()` is
+    its caller, and vLLM's client reads its priority and notes its tokens on it (engine/openai_app.py)."""
+    token = _SERVING.set(ticket)
     try:
-        yield who
+        yield ticket
     finally:
-        _ASKING.reset(token)
+        _SERVING.reset(token)
+
+
+def served():
+    """The ticket of the request this task serves (`serving`), or None."""
+    return _SERVING.get()
 
 
 def asking() -> Who:
     """The user of this task: an API request's, else the open chat's. Raises LookupError in a task that serves
     neither (nobody is guessed: a guess could grant a role)."""
-    who = _ASKING.get()
+    ticket = _SERVING.get()
+    who = getattr(ticket, "caller", None)
     if who is None and _chats_user[0] is not None:
         who = _chats_user[0]()
     if who is None:

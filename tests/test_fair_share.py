@@ -29,11 +29,11 @@ async def test_a_chat_is_not_stuck_behind_another_user_s_flood_of_api_requests(e
             assert response.status_code == 200, response.text
             finished += 1
 
-        flood = [asyncio.create_task(request()) for _ in range(4 * slots)]  # on loopback, without a key: user "api"
+        flood = [asyncio.create_task(request()) for _ in range(4 * slots)]  # on loopback, without a key: the local user
 
         def flood_at_the_gate() -> bool:  # every request of the flood is admitted or waits for its user's share
             return engine.admission.held(API) >= 2 and \
-                engine.admission.held(API) + engine.admission.waiting().get(API, 0) + finished == 4 * slots
+                engine.admission.held(API) + sum(engine.admission.waiting().values()) + finished == 4 * slots
 
         await until(flood_at_the_gate, 300, "the flood at the gate")
         unfinished_then = 4 * slots - finished

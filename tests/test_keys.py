@@ -12,7 +12,8 @@ from pydantic import SecretStr
 
 from api.callers import MAX_KEY_FAILURES, Callers, Refusal
 from engine.admission import API, CHAT, Ticket
-from engine.openai_app import AdmittedClient, admitted
+from engine.openai_app import AdmittedClient
+from engine.who import serving
 from engine.settings import load_settings
 from engine.who import THE_LOCAL_USER, THE_OPERATOR, Who
 from history import keys, usage
@@ -244,7 +245,7 @@ async def test_an_api_request_runs_at_its_admissions_priority_and_its_tokens_are
 
     used = Ticket("ada", 2, API, 7)
     client = AdmittedClient(Client())
-    with admitted(used):  # as the gate runs vLLM's app; a client's own priority is replaced by the admission's
+    with serving(used):  # as the gate runs vLLM's app; a client's own priority is replaced by the admission's
         stream = client.generate("p", SimpleNamespace(output_kind=SimpleNamespace(name=kind)), "r1", priority=-5)
     assert [out async for out in stream] == outputs
     assert (used.prompt, used.cached, used.reply) == (12, 8, 5) and priorities == [7]

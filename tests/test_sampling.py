@@ -114,6 +114,9 @@ async def test_an_api_request_without_sampling_options_runs_with_the_apps_defaul
         received.append(params)
         return real(prompt, params, *args, **kwargs)
 
+    served = await engine.openai_app()  # the engine's own app: the settings' values are its defaults
+    for serving in (served.state.openai_serving_chat, served.state.openai_serving_completion):
+        assert api_defaults(engine.settings.sampling()).items() <= serving.default_sampling_params.items()
     app = await build_openai_app(engine.host.llm, engine.settings.model, engine.host.stop_ids, Sampling(**ODD))
 
     async def openai_app():

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from engine import who
+from engine.admission import API, Admission
 from engine.who import LOCAL, OPERATOR, THE_LOCAL_USER, THE_OPERATOR, Who
 from engine.who import RESERVED_NAMES
 from ui import who as chats
@@ -41,10 +42,13 @@ async def test_an_api_request_acts_as_its_caller_over_any_chat_and_only_within_i
     a_chat_of(SimpleNamespace(identifier="bob", metadata={}), monkeypatch)
     seen = {}
 
+    admission = Admission()
+
     async def request(name: str):
-        with who.acting_as(Who(name)):
-            await asyncio.sleep(0.01)  # the other request runs meanwhile
-            seen[name] = who.asking().name
+        async with admission.admit(Who(name), 1, API) as ticket:
+            with who.serving(ticket):  # as api/gate.py does
+                await asyncio.sleep(0.01)  # the other request runs meanwhile
+                seen[name] = who.asking().name
 
     await asyncio.gather(request("ada"), request("cy"))
     assert seen == {"ada": "ada", "cy": "cy"}, "each request its own caller, also while both are in flight"
