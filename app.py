@@ -16,11 +16,11 @@ from boot import wiring  # noqa: E402
 from history.usage import write_pending  # noqa: E402
 from history.writes import keep_settings  # noqa: E402
 from lifetime.tasks import spawn  # noqa: E402
-from ui import (attachments, branches, chat_state, chat_tools, chips, library, my_defaults, oversized,  # noqa: E402
-                sessions, settings_first, sidebar, start_note, text, versions)
+from ui import (attachments, branches, chat_files, chat_state, chat_tools, chips, library, my_defaults,  # noqa: E402
+                oversized, sessions, settings_first, sidebar, start_note, text, versions)
 from ui.failures import reported  # noqa: E402
 from ui.preset_switch import switch_preset  # noqa: E402
-from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, offer_tools, reply_to, stop  # noqa: E402
+from ui.reply import CONTINUE_ACTION, REGENERATE_ACTION, offer_tools, reply_to, stop, stored_stats  # noqa: E402
 from ui.words import say  # noqa: E402
 
 engine, chat_history = wiring.install()
@@ -105,7 +105,13 @@ async def page_versions(action: cl.Action):
 @cl.action_callback(branches.NEXT)
 @reported("showing another version of the question")
 async def switch_branch(action: cl.Action):
-    await branches.switch(chat_state.made(), chat_history, action, offer_tools)
+    await branches.switch(chat_state.made(), chat_history, action, offer_tools, stored_stats)
+
+
+@cl.action_callback(chat_files.EXPORT_ALL)
+@reported("exporting all your chats")
+async def export_all(action: cl.Action):
+    await chat_files.export_all(engine, chat_history)
 
 
 @cl.on_settings_update

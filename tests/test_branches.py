@@ -156,7 +156,9 @@ async def test_an_edited_question_keeps_its_old_branch_and_switching_shows_it_an
     back = _button(shown, branches.PREVIOUS)
     assert [a["label"] for a in shown.actions if a["name"] == branches.PREVIOUS] == ["◀ Question 2 / 2"]
 
+    app.chat_state.made().context_used = 9999  # what the edited branch took, say
     await app.switch_branch(back)
+    assert app.chat_state.made().context_used == 31, "the context line counts the branch shown (30 + 1 tokens)"
     assert shown.shown[first.id] == "first" and set(shown.shown.values()) >= old_texts, \
         "the old question, its reply and the turn after it are shown again"
     assert not any("Edited answer" in text for text in shown.shown.values())
@@ -295,3 +297,69 @@ async def test_both_branches_of_an_edit_survive_a_kill_9_and_switch_on_the_reope
         await _until(lambda: _shown(reopened)[:4] == old, "the old branch again, after the restart", reopened)
     finally:
         await reopened.close()
+
+
+# ---- Chromium ---------------------------------------------------------------------------------------------------
+
+from test_browser import CHROMEDRIVER, CHROMIUM, browser, page_state  # noqa: E402,F401  (the browser fixture)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER) and not os.environ.get("CI"),
+                    reason="needs Debian's chromium and chromium-driver (scripts/setup.sh --dev installs them)")
+def test_an_edit_in_the_browser_shows_2_of_2_and_switching_back_shows_the_old_reply(app_server, browser, tmp_path):
+    from pathlib import Path
+
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, 480, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+    browser.get(app_server.url)
+    wait.until(ready.element_to_be_clickable((By.ID, "chat-input")))
+
+    def sent(driver) -> bool:  # Chainlit ignores Enter while a task runs: a question left in the box gets it again
+        box = driver.find_element(By.ID, "chat-input")
+        if not (box.get_attribute("value") or box.text or ""):
+            box.send_keys("Name a colour.")
+        box.send_keys(Keys.ENTER)
+        return not (box.get_attribute("value") or box.text or "")
+
+    wait.until(sent, "the question stayed in the input box")
+    regenerate = (By.XPATH, "//button[contains(., 'Regenerate')]")
+    wait.until(ready.element_to_be_clickable(regenerate), "no Regenerate under the reply")
+
+    def chat_text(driver) -> str:  # the messages only (the sidebar names the chat after its first question)
+        return "\n".join(step.text for step in driver.find_elements(By.CSS_SELECTOR, ".step"))
+
+    def reply_text(driver) -> str:
+        return driver.find_elements(By.CSS_SELECTOR, ".ai-message")[-1].text.split("\n")[0]
+
+    old_reply = reply_text(browser)
+    browser.execute_script("document.querySelector('.edit-message').click()")  # the pencil shows on hover
+    box = wait.until(ready.element_to_be_clickable((By.ID, "edit-chat-input")))
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("Name a fruit.")
+    browser.find_element(By.CSS_SELECTOR, ".confirm-edit").click()
+    back = (By.XPATH, "//button[contains(., 'Question 2 / 2')]")
+    try:
+        wait.until(ready.element_to_be_clickable(back))
+    except TimeoutException:
+        raise AssertionError(f"no 'Question 2 / 2' under the edited question's reply: {page_state(browser)}") from None
+    body = chat_text(browser)
+    assert "Name a fruit." in body and "Name a colour." not in body
+    picture = Path(os.environ.get("CHAT_SCREENSHOT_BRANCHES") or tmp_path / "edit-branches.png")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", browser.find_element(*back))
+    assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
+
+    browser.find_element(*back).click()
+    try:
+        wait.until(ready.element_to_be_clickable((By.XPATH, "//button[contains(., 'Question 1 / 2')]")))
+        wait.until(lambda d: "Name a colour." in chat_text(d))
+    except TimeoutException:
+        raise AssertionError(f"the old branch did not come back: {page_state(browser)}") from None
+    body = chat_text(browser)
+    assert old_reply in body and "Name a fruit." not in body, "the old question and its reply are shown again"
+    wait.until(ready.element_to_be_clickable(regenerate), "the old branch's latest reply has its tools again")

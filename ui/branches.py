@@ -18,7 +18,7 @@ import chainlit as cl
 from chainlit_door import sessions as door
 from history.turns import turns_from
 from history.writes import show_and_store
-from ui import attachments, versions
+from ui import attachments, context_fill, versions
 from ui.words import say
 
 BRANCHES, SHOWN = "branches", "branch"  # the question's metadata: every branch, and which one is shown
@@ -131,9 +131,10 @@ async def keep(question: cl.Message, text_before: str, later: list[cl.Message]) 
         await take_off_buttons(message.id)
 
 
-async def switch(chat, layer, action: cl.Action, offer_tools) -> None:
-    """Show another branch of an edited question: in the page, the history and the chat's turns. `offer_tools`
-    sends the chat's tools under its latest reply (ui/reply.py)."""
+async def switch(chat, layer, action: cl.Action, offer_tools, stored_stats) -> None:
+    """Show another branch of an edited question: in the page, the history, the chat's turns and the context it
+    takes. `offer_tools` sends the chat's tools under its latest reply, `stored_stats` reads what a stored reply
+    cost (ui/reply.py's, handed in: ui/reply.py reaches this module through ui/edits.py)."""
     payload = action.payload or {}
     shown = door.shown_messages()
     index = next((i for i, m in enumerate(shown) if m.id == payload.get("question")), None)
@@ -161,6 +162,7 @@ async def switch(chat, layer, action: cl.Action, offer_tools) -> None:
              "metadata": {k: v for k, v in meta.items() if k not in (BRANCHES, SHOWN)}}
     chat.show_branch({question.id, *(m.id for m in later)}, turns_from({"steps": [asked, *target["later"]]}, attached))
     await _offer_buttons(chat, sent, offer_tools)
+    chat.context_used = context_fill.used(stored_stats(chat.reply)) if chat.reply is not None else 0
 
 
 async def _resend(step: dict) -> cl.Message:
