@@ -137,6 +137,24 @@ async def _edit(question, text: str) -> None:
     await app.on_message(question)
 
 
+async def _exported(fake) -> str:
+    """The Markdown file of the Export chip."""
+    from ui import chat_files
+
+    made, original = [], chat_files.cl.File
+
+    def file(**kwargs):
+        made.append(kwargs)
+        return original(**kwargs)
+
+    chat_files.cl.File = file
+    try:
+        await chat_files.export(fake, None)
+    finally:
+        chat_files.cl.File = original
+    return next(f["content"].decode() for f in made if f["name"].endswith(".md"))
+
+
 def _button(shown: Recorder, name: str) -> app.cl.Action:
     found = [a for a in shown.actions if a["name"] == name]
     assert len(found) == 1, f"one {name} button, not {len(found)}: {shown.actions}"
@@ -171,6 +189,9 @@ async def test_an_edited_question_keeps_its_old_branch_and_switching_shows_it_an
         {"role": "user", "content": "first"}, {"role": "assistant", "content": "Hello there, friend."},
         {"role": "user", "content": "second"}, {"role": "assistant", "content": "Second answer"},
         {"role": "user", "content": "third"}], "the prompt is the branch shown"
+
+    assert "Second answer" in await _exported(fake) and "Edited answer" not in await _exported(fake), \
+        "the export writes the branch shown"
 
     await app.switch_branch(_button(shown, branches.NEXT))
     assert shown.shown[first.id] == "first, edited"

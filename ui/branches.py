@@ -18,7 +18,7 @@ import chainlit as cl
 from chainlit_door import sessions as door
 from history.turns import turns_from
 from history.writes import show_and_store
-from ui import attachments, context_fill, versions
+from ui import attachments, context_fill, library, versions
 from ui.words import say
 
 BRANCHES, SHOWN = "branches", "branch"  # the question's metadata: every branch, and which one is shown
@@ -166,9 +166,14 @@ async def switch(chat, layer, action: cl.Action, offer_tools, stored_stats) -> N
 
 
 async def _resend(step: dict) -> cl.Message:
+    """A kept message shown (and stored) again under its own id and time; a reply with the library's sources
+    shows them again (its elements went with it)."""
+    meta = parsed(step.get("metadata"))
+    found = library.Found.stored(meta)
     message = cl.Message(content=step.get("output") or "", id=step["id"], author=step.get("name"),
-                         type=step.get("type") or "assistant_message", metadata=step.get("metadata") or {},
-                         created_at=step.get("createdAt"))
+                         type=step.get("type") or "assistant_message", metadata=meta,
+                         created_at=step.get("createdAt"),
+                         elements=library.source_elements(found) if found is not None else None)
     await message.send()
     return message
 
