@@ -122,6 +122,11 @@ class Backend(ABC):
         backend cannot tell (a remote server tells a reply's usage only at its end)."""
 
     @abstractmethod
+    async def count_tokens(self, text: str) -> int | None:
+        """The model's tokens in `text` (a draft in the message box), by its own tokenizer, without running the
+        model; None before the engine has a tokenizer (not started) or where it cannot be asked."""
+
+    @abstractmethod
     def saturated(self, user: str | None = None) -> bool:
         """True when a new request of `user` (None: the local user) would wait for a free sequence slot."""
 

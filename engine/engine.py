@@ -29,7 +29,7 @@ from engine.hosting import VllmHost
 from engine.idle import IdleTimer
 from engine.progress import ProgressReports
 from engine.reports import ProgressCallback, Stats, Status
-from engine.requests import ChatRequests
+from engine.requests import PROMPTS, ChatRequests
 from engine.settings import Sampling, Settings, load_settings
 from engine.single_flight import SingleFlight
 from engine.startup import classify_start_error, plan_start
@@ -456,6 +456,13 @@ class ChatEngine(Backend):
 
         if not self._start.running and not self._closing:
             asyncio.get_running_loop().create_task(restart())
+
+    async def count_tokens(self, text: str) -> int | None:
+        host = self._host
+        if host is None or host.tokenizer is None:
+            return None
+        return await asyncio.get_running_loop().run_in_executor(  # the prompts' one tokenizer thread
+            PROMPTS, lambda: len(host.tokenizer.encode(text, add_special_tokens=False)))
 
     def saturated(self, user: str | None = None) -> bool:
         """True when a new request of `user` (None: the local user) would wait: every sequence slot is taken (by

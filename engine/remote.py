@@ -285,6 +285,18 @@ class RemoteEngine(Backend):
         for request_id in list(self._active):
             await self.abort(request_id)
 
+    async def count_tokens(self, text: str) -> int | None:
+        """By the server's /tokenize (its own tokenizer); None while it cannot be reached."""
+        if not self.ready:
+            return None
+        try:
+            response = await self._http().post(f"{self._root}/tokenize",
+                                               json={"model": self._model, "prompt": text, "add_special_tokens": False})
+            response.raise_for_status()
+            return int(response.json()["count"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+
     def saturated(self, user: str | None = None) -> bool:  # the server's queue: its slots are not known here
         return self._gauges.get("vllm:num_requests_waiting", 0) > 0
 

@@ -81,6 +81,9 @@ class FakeEngine(Backend):
             raise self._refuse_start
         self._started, self._failure = True, None
 
+    async def count_tokens(self, text: str) -> int | None:
+        return len(text.split()) if self._started else None  # a word a token, as its replies are
+
     def saturated(self, user: str | None = None) -> bool:
         return False
 

@@ -31,7 +31,8 @@ class FakeVllm:
                                             f'vllm:num_requests_running{{model_name="{MODEL}"}} {self.running}\n')
         if path == "/tokenize":
             body = json.loads(request.content)
-            words = sum(len(m["content"].split()) + 4 for m in body["messages"])
+            words = len(body["prompt"].split()) if "prompt" in body else \
+                sum(len(m["content"].split()) + 4 for m in body["messages"])
             return httpx.Response(200, json={"tokens": list(range(words)), "count": words})
         if path == "/v1/chat/completions":
             body = json.loads(request.content)

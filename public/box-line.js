@@ -35,13 +35,18 @@ function place(shown, right) {
   }
 }
 
-// Ask `path` for {line, ...} every `busy` ms while it has a line, every `idle` ms otherwise, only while shown.
-export function poll(path, show, busy, idle) {
+// Ask `path` for {line, ...} every `busy` ms while it has a line, every `idle` ms otherwise, only while shown;
+// `body()`, when given, is POSTed as JSON with each ask. Returns `soon()`: ask again after `settle` ms of quiet.
+export function poll(path, show, busy, idle, body = null, settle = 500) {
+  let timer = null;
   const ask = async () => {
+    clearTimeout(timer);
     let next = idle;
     if (document.visibilityState === "visible") {
       try {
-        const answer = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+        const how = { credentials: "same-origin", cache: "no-store" };
+        const answer = await fetch(path, body ? { ...how, method: "POST", body: JSON.stringify(body()),
+                                                  headers: { "Content-Type": "application/json" } } : how);
         if (answer.ok) {
           const said = await answer.json();
           show(said);
@@ -51,7 +56,11 @@ export function poll(path, show, busy, idle) {
         // the server is restarting: ask again later
       }
     }
-    setTimeout(ask, next);
+    timer = setTimeout(ask, next);
   };
   ask();
+  return () => {
+    clearTimeout(timer);
+    timer = setTimeout(ask, settle);
+  };
 }

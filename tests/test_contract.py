@@ -178,6 +178,16 @@ async def test_a_reply_stopped_by_its_chat_tells_its_cost_once_where_the_backend
     assert backend.ready and backend.status().chat_requests == 0
 
 
+async def test_count_tokens_counts_a_draft_by_the_models_tokenizer_and_nothing_before_a_start(fresh):
+    before = fresh.state
+    assert await fresh.count_tokens("Hello there") is None, "no tokenizer before a start: nothing is guessed"
+    assert fresh.state == before and not fresh.ready, "counting starts nothing"
+    await started(fresh)
+    short, long = await fresh.count_tokens("Hello there"), await fresh.count_tokens("Hello there, " * 50)
+    assert isinstance(short, int) and 0 < short < long, (short, long)
+    assert long >= 50, "a long paste counts as long"
+
+
 async def test_saturated_is_false_while_nothing_runs_and_true_once_every_slot_is_held(backend):
     assert backend.saturated() is False and backend.saturated("ann") is False
     if backend.preset is None:  # the slots are not known here (a server's queue, the fake's none)

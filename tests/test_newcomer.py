@@ -430,3 +430,20 @@ def test_the_contexts_fill_is_in_sight_by_the_box_after_a_reply(app_server, brow
     wait.until(lambda d: re.fullmatch(r"context [\d,]+ / 10,240 tokens", gauge(d)), "no context line after a reply")
     shot(browser, tmp_path, "context-line.png")
     assert re.search(r"context [\d,]+ / 10,240 tokens", body(browser)), "the cost line says it too"
+    assert "warn" not in browser.find_element(By.ID, "context-line").get_attribute("class")
+
+    def paste(text: str):  # as a paste would: React owns the box's value, set through its native setter
+        browser.execute_script(
+            "const box = document.getElementById('chat-input');"
+            "const setter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(box), 'value').set;"
+            "setter.call(box, arguments[0]); box.dispatchEvent(new Event('input', { bubbles: true }));", text)
+
+    paste("The garden needs water. " * 2500)  # more than the preset's context leaves beside the chat
+    long_draft = r"context [\d,]+ \+ [\d,]+ in your message / 10,240 tokens · the next message will drop the " \
+                 r"oldest turns"
+    wait.until(lambda d: re.fullmatch(long_draft, gauge(d)), "a long paste does not show in the gauge before sending")
+    assert "warn" in browser.find_element(By.ID, "context-line").get_attribute("class"), "the warning is not marked"
+    shot(browser, tmp_path, "context-line-long-paste.png")
+    paste("Thanks!")
+    wait.until(lambda d: re.fullmatch(r"context [\d,]+ \+ \d in your message / 10,240 tokens", gauge(d)),
+               "a short draft is not counted as short")

@@ -65,6 +65,7 @@ TEXTS = {
     "cost.cached": "{cached} cached",
     "context.fill": "context {used:,} / {context:,} tokens",
     "context.full": "the next message will drop the oldest turns",
+    "context.fill_draft": "context {used:,} + {draft:,} in your message / {context:,} tokens",
     "message.empty": "Your message is empty: type something to ask.",
     "message.oversized": ("Your message was {mb:.1f} MB, more than the 1 MB one message can carry, so it was not "
                           "sent to the model. Its text is still shown above to copy from: send it in parts, or "

@@ -63,6 +63,7 @@ TEXTS = {
     "cost.cached": "缓存命中 {cached}",
     "context.fill": "上下文 {used:,} / {context:,} token",
     "context.full": "下一条消息将舍弃最早的几轮对话",
+    "context.fill_draft": "上下文 {used:,} + 你的消息 {draft:,} / {context:,} token",
     "message.empty": "消息是空的：请输入你想问的内容。",
     "message.oversized": ("你的消息有 {mb:.1f} MB，超过了一条消息最多能带的 1 "
                           "MB，所以没有发给模型。它的文字仍显示在上面，可以复制：请分几次发送，或作为文本文件附加（每"
