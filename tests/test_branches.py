@@ -3,7 +3,8 @@ away under the reply to the edited question, the chat's prompt is the branch sho
 branch across a restart (ui/branches.py).
 
 Fast: the bookkeeping of the question's metadata, and the hooks inside a Chainlit context with a fake engine.
-Slow: the real server with its SQLite history, restarted, and a socket.io client; then Chromium.
+Slow: the real server with its SQLite history, restarted, and a socket.io client; then Chromium, whose picture of
+the buttons goes to a temporary folder, or to CHAT_SCREENSHOT_BRANCHES (docs/edit-branches.png).
 """
 
 import asyncio
@@ -372,8 +373,13 @@ def test_an_edit_in_the_browser_shows_2_of_2_and_switching_back_shows_the_old_re
     body = chat_text(browser)
     assert "Name a fruit." in body and "Name a colour." not in body
     picture = Path(os.environ.get("CHAT_SCREENSHOT_BRANCHES") or tmp_path / "edit-branches.png")
-    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", browser.find_element(*back))
+    browser.set_window_size(1400, 1600)  # the edited question and its reply's buttons in one picture
+    browser.execute_script(  # the chat scrolled to its end: Chainlit's scroll-down arrow then covers no button
+        "let e = arguments[0]; while (e && e.scrollHeight <= e.clientHeight + 1) e = e.parentElement;"
+        "if (e) e.scrollTop = e.scrollHeight;", browser.find_element(*back))
+    time.sleep(1)
     assert browser.save_screenshot(str(picture)) and picture.stat().st_size > 10_000
+    browser.set_window_size(1400, 900)
 
     browser.find_element(*back).click()
     try:
