@@ -8,9 +8,12 @@ opens when nothing is attached (ui/file_ask.py), and stores it as a new chat in 
 history of the user who imports it, never anyone else's (the thread is made with the signed-in user as its
 owner; Chainlit's own checks then keep it theirs); opened from the sidebar it goes on with its turns in the prompt
 (history/turns.py reads the stored steps as any chat's). It needs the history: without it nothing is kept.
+Export all (the button under Export's answer) sends every chat of the signed-in user, and no one else's, as one zip
+of those same two files per chat, read from the history (each thread's steps and sidebar, as a reopened chat's).
 """
 
 import asyncio
+import json
 import os
 import re
 import uuid
@@ -23,8 +26,9 @@ from engine.settings import CHAT_SAMPLING
 from chainlit_door.sessions import write_now
 from history import exchange
 from history.writes import transient
-from ui import chat_state, file_ask, sidebar, text
-from ui.words import say
+from history.turns import turns_from
+from ui import attachments, chat_state, file_ask, sidebar, text
+from ui.words import say, say_known
 from chainlit_door import sessions as door
 
 
@@ -46,20 +50,84 @@ async def _name(layer) -> str | None:
 
 async def export(engine, layer) -> None:
     chat = await chat_state.current(engine)
-    if not chat.turns:
-        await cl.ErrorMessage(content=say("export.nothing"), author="system").send()
-        return
+    if not chat.turns:  # a chat with nothing in it yet still offers the user's other chats
+        if layer is None:
+            return await cl.ErrorMessage(content=say("export.nothing"), author="system").send()
+        notice = cl.Message(content=say("export.nothing"), author="system", actions=_all_button(layer))
+        transient(notice, layer)
+        return await notice.send()
     prefs, title = chat.prefs, await _name(layer) or _title(chat.turns)
     sampling = prefs.sampling.model_dump(include={*CHAT_SAMPLING, "seed"})
     args = (chat.turns, engine.settings.model, engine.preset_name, sampling, prefs.system_prompt, title)
-    stem = re.sub(r"[^\w-]+", "-", title).strip("-")[:40] or "chat"
+    stem = _stem(title)
     files = [cl.File(name=f"{stem}.md", content=exchange.as_markdown(*args).encode(), mime="text/markdown",
                      display="inline"),
              cl.File(name=f"{stem}.json", content=exchange.as_json(*args).encode(), mime="application/json",
                      display="inline")]
     notice = cl.Message(content=say("export.done", count=len(chat.turns)), author="system",
-                        elements=files)
+                        elements=files, actions=_all_button(layer))
     transient(notice, layer)  # the files are made again at any time; the history keeps the turns
+    await notice.send()
+
+
+def _stem(title: str) -> str:
+    return re.sub(r"[^\w-]+", "-", title).strip("-")[:40] or "chat"
+
+
+EXPORT_ALL = "export_all"
+
+
+def _all_button(layer) -> list[cl.Action]:
+    """The Export all button, where a history holds the user's other chats."""
+    if layer is None:
+        return []
+    return [cl.Action(name=EXPORT_ALL, payload={}, label=say("export.all"), tooltip=say("export.all.tip"))]
+
+
+async def _own_threads(layer) -> list[str] | None:
+    """The ids of the signed-in user's chats, oldest first (None: no user the history knows). The user is the
+    session's, checked by Chainlit at the request; the query keeps only their threads."""
+    user = door.session().user
+    owner = await layer.get_user(user.identifier) if user is not None else None
+    if owner is None:
+        return None
+    rows = await layer.execute_sql(query='SELECT "id" FROM threads WHERE "userId" = :user ORDER BY "createdAt"',
+                                   parameters={"user": owner.id})
+    return [row["id"] for row in rows] if isinstance(rows, list) else None
+
+
+async def _stored_chat(engine, layer, thread_id: str) -> tuple[str, str, str] | None:
+    """One stored chat as its export's (stem, Markdown, JSON), its turns and sidebar read as a reopened chat's;
+    None for a chat with no answered question (nothing to export)."""
+    thread = await layer.get_thread(thread_id)
+    turns = turns_from(thread, await attachments.stored(thread_id)) if thread else []
+    if not turns:
+        return None
+    metadata = thread.get("metadata") or {}
+    metadata = json.loads(metadata) if isinstance(metadata, str) else metadata  # SQLite's JSON comes as text
+    prefs = sidebar.resumed((metadata if isinstance(metadata, dict) else {}).get("chat_settings") or {},
+                            engine.settings, engine.preset_name)
+    name = thread.get("name")
+    title = " ".join(name.split())[:60] if isinstance(name, str) and name.strip() else _title(turns)
+    args = (turns, engine.settings.model, engine.preset_name,
+            prefs.sampling.model_dump(include={*CHAT_SAMPLING, "seed"}), prefs.system_prompt, title)
+    return _stem(title), exchange.as_markdown(*args), exchange.as_json(*args)
+
+
+async def export_all(engine, layer) -> None:
+    """Every chat of the signed-in user as one zip: each chat's Markdown and JSON, as Export makes them."""
+    threads = await _own_threads(layer) if layer is not None else None
+    if threads is None:
+        return await cl.ErrorMessage(content=say("export.all.no_history"), author="system").send()
+    chats = [chat for thread_id in threads if (chat := await _stored_chat(engine, layer, thread_id))]
+    if not chats:
+        return await cl.ErrorMessage(content=say("export.all.nothing"), author="system").send()
+    archive = await asyncio.to_thread(exchange.as_zip, chats)  # many chats take a while to pack: off the loop
+    day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    notice = cl.Message(content=say("export.all.done", count=len(chats)), author="system",
+                        elements=[cl.File(name=f"chats-{day}.zip", content=archive, mime="application/zip",
+                                          display="inline")])
+    transient(notice, layer)  # made again at any time from the history
     await notice.send()
 
 
@@ -86,11 +154,25 @@ async def import_chat(engine, layer, message: cl.Message) -> None:
     try:  # off the event loop: a large file takes a while to read, and every chat's stream runs on the loop
         imported = await asyncio.to_thread(exchange.parse, data, engine.max_model_len or exchange.MODEL_CONTEXT)
     except exchange.ImportRefused as why:
-        return await _refuse(f"{file.name}: {why}.")
+        return await _refuse(refusal(file.name, why))
     left_out = _checked_settings(engine, imported)
     thread_id = await _store(layer, imported)
     await cl.Message(content=say("import.done", count=len(imported.turns), title=text.plain(imported.title),
                                  thread=thread_id) + left_out, author="system").send()
+
+
+def refusal(name: str, why: exchange.ImportRefused) -> str:
+    """Why the file `name` was not imported, in the chat's language (the history words its refusals by key)."""
+    return say("import.file_refused", name=name, why=why.in_language(door.language()))
+
+
+def left_out_words(dropped: list[exchange.Said], refused: dict[str, str]) -> list[str]:
+    """What an import left out, in the chat's language: what the history dropped (its words by key), and each
+    setting the sidebar refused, by its name in the sidebar, with why."""
+    lang = door.language()
+    return [*(d.in_language(lang) for d in dropped),
+            *(say("import.setting_left_out", name=say_known(f"setting.{key}", key), why=why.rstrip(".。"))
+              for key, why in refused.items())]
 
 
 def _checked_settings(engine, imported: exchange.Imported) -> str:
@@ -98,7 +180,7 @@ def _checked_settings(engine, imported: exchange.Imported) -> str:
     base = sidebar.defaults(engine.settings, engine.preset_name)
     refused = sidebar.each_valid(imported.settings, base, engine.settings)[1]
     imported.settings = {key: value for key, value in imported.settings.items() if key not in refused}
-    dropped = [*imported.dropped, *(f"{key.replace('_', ' ')} ({why.rstrip('.')})" for key, why in refused.items())]
+    dropped = left_out_words(imported.dropped, refused)
     if not dropped:
         return ""
     return say("import.left_out", dropped="; ".join(text.plain(d) for d in dropped))

@@ -66,6 +66,14 @@ TEXTS = {
     "export.nothing": "This chat has no answered messages to export yet: ask something first, then export it.",
     "export.done": ("⬇️ This chat ({count} messages) as Markdown to read and as JSON in the OpenAI messages format "
                     "(the Import command takes it back)."),
+    "export.all": "Export all my chats",
+    "export.all.tip": "Every chat in your history, each as Markdown and JSON, in one zip file",
+    "export.all.done": ("⬇️ All your chats ({count}), each as Markdown and as JSON in the OpenAI messages format, in "
+                        "one zip file (the Import command takes each JSON back)."),
+    "export.all.nothing": "Your history holds no chat with an answered message yet: nothing to export.",
+    "export.all.no_history": ("Exporting all chats needs the chat history, which is off on this server "
+                              "(CHAT_HISTORY=false): only this chat can be exported, with the Export command."),
+    "doing.exporting all your chats": "exporting all your chats",
     "import.no_history": ("Importing needs the chat history, which is off on this server (CHAT_HISTORY=false): turn "
                           "it on and restart, then import again."),
     "import.ask": ("Drop a chat's JSON file here (the app's Export, or a list of OpenAI messages), or press the "
@@ -78,6 +86,8 @@ TEXTS = {
                          "the file is at hand."),
     "import.attach_one": ("Attach one chat's JSON file to the Import command (the app's Export, or a list of OpenAI "
                           "messages), and send it again."),
+    "import.file_refused": "{name}: {why}.",  # why: the history's words (history/words/, `import.` keys)
+    "import.setting_left_out": "{name} ({why})",  # a setting of an import the sidebar refused
     "import.refused": "Nothing was imported: {why}",
     "import.not_json": "{name} is not a JSON file. {attach}",
     "import.too_large": "{name} is larger than {mb} MB: keep the chat's latest messages in it, and import it again.",

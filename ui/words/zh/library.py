@@ -63,6 +63,14 @@ TEXTS = {
     "export.nothing": "这个对话还没有可导出的问答：请先提问，再导出。",
     "export.done": ("⬇️ 这个对话（{count} 条消息）：供阅读的 Markdown，以及 OpenAI 消息格式的 "
                     "JSON（可用“导入”命令再导入）。"),
+    "export.all": "导出我的全部对话",
+    "export.all.tip": "历史中的每个对话，各为 Markdown 和 JSON，打包为一个 zip 文件",
+    "export.all.done": ("⬇️ 你的全部对话（{count} 个），各为供阅读的 Markdown 和 OpenAI 消息格式的 JSON，打包为一个 "
+                        "zip 文件（每个 JSON 都可用“导入”命令再导入）。"),
+    "export.all.nothing": "你的历史中还没有含问答的对话：没有可导出的内容。",
+    "export.all.no_history": ("导出全部对话需要对话历史，而本服务器关闭了历史（CHAT_HISTORY=false）：只能用“导出”命令"
+                              "导出当前对话。"),
+    "doing.exporting all your chats": "导出你的全部对话",
     "import.no_history": "导入需要对话历史，而本服务器关闭了历史（CHAT_HISTORY=false）：请开启并重启，然后重新导入。",
     "import.ask": ("把对话的 JSON 文件拖到这里（本应用导出的文件，或 OpenAI "
                    "消息列表），或点按钮选择：它会成为一个新对话。"),
@@ -72,6 +80,8 @@ TEXTS = {
     "file.ask_gave_up": "{minutes} 分钟内没有收到文件，上传框已关闭：准备好文件后再点一次。",
     "import.attach_one": ("请在“导入”命令上附上一个对话的 JSON 文件（本应用导出的文件，或 OpenAI "
                           "消息列表），然后重新发送。"),
+    "import.file_refused": "{name}：{why}。",  # why: the history's words (history/words/, `import.` keys)
+    "import.setting_left_out": "{name}（{why}）",  # a setting of an import the sidebar refused
     "import.refused": "未导入任何内容：{why}",
     "import.not_json": "{name} 不是 JSON 文件。{attach}",
     "import.too_large": "{name} 超过了 {mb} MB：只保留对话中最近的消息，再重新导入。",
