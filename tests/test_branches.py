@@ -217,6 +217,26 @@ async def test_a_switch_while_a_reply_is_written_is_refused_and_changes_nothing(
     assert app.chat_state.made().turns == turns
 
 
+async def test_a_later_questions_own_branches_travel_with_the_branch_it_is_in(chat):
+    shown, fake = chat
+    first = await _ask("first")
+    await _edit(first, "first, edited")
+    second = await _ask("second")
+    fake.deltas = ["Answer to the second, edited"]
+    await _edit(second, "second, edited")
+    assert len([a for a in shown.actions if a["name"] == branches.PREVIOUS]) == 2, "each edited question's reply"
+    outer = next(a for a in shown.actions if a["name"] == branches.PREVIOUS and a["payload"]["question"] == first.id)
+    await app.switch_branch(app.cl.Action(**{k: outer[k] for k in ("name", "payload", "id", "forId")}))
+    assert second.id not in shown.shown and shown.shown[first.id] == "first"
+    await app.switch_branch(_button(shown, branches.NEXT))
+    assert shown.shown[first.id] == "first, edited" and shown.shown[second.id] == "second, edited"
+    inner = next(a for a in shown.actions if a["name"] == branches.PREVIOUS and a["payload"]["question"] == second.id)
+    await app.switch_branch(app.cl.Action(**{k: inner[k] for k in ("name", "payload", "id", "forId")}))
+    assert shown.shown[second.id] == "second" and shown.shown[first.id] == "first, edited"
+    await _ask("third")
+    assert [t["content"] for t in fake.seen[-1] if t["role"] == "user"] == ["first, edited", "second", "third"]
+
+
 # ---- the real server, restarted ---------------------------------------------------------------------------------
 
 REGENERATE = "regenerate_reply"
@@ -329,7 +349,8 @@ from test_browser import CHROMEDRIVER, CHROMIUM, browser, page_state  # noqa: E4
 @pytest.mark.slow
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER) and not os.environ.get("CI"),
                     reason="needs Debian's chromium and chromium-driver (scripts/setup.sh --dev installs them)")
-def test_an_edit_in_the_browser_shows_2_of_2_and_switching_back_shows_the_old_reply(app_server, browser, tmp_path):
+def test_an_edit_in_the_browser_shows_2_of_2_and_switching_back_shows_the_old_reply(
+        app_server, browser, tmp_path):  # noqa: F811  (test_browser's fixture)
     from pathlib import Path
 
     from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
