@@ -48,6 +48,7 @@ TEXTS = {
     "question_branch_next.tip": "Show version {to} of {of} of the question above, with the replies that followed",
     "branches.gone": ("That version of the question is no longer here: the chat has changed since. Use the buttons "
                       "under its reply."),
+    "branches.kept": "This question was edited: its earlier versions are kept.",
     "doing.showing another version of the question": "showing another version of the question",
 
     # a reply's notes and its cost line

@@ -46,6 +46,7 @@ TEXTS = {
     "question_branch_next": "问题 第 {at} / {of} 版 ▶",
     "question_branch_next.tip": "查看上面问题的第 {to} 版（共 {of} 版）及其后的回复",
     "branches.gone": "问题的那一版已不在这里：对话此后已经改变。请使用它的回复下方的按钮。",
+    "branches.kept": "这个问题被编辑过：它的早先版本都保留着。",
     "doing.showing another version of the question": "查看问题的另一版",
 
     # a reply's notes and its cost line
