@@ -237,6 +237,28 @@ async def test_a_later_questions_own_branches_travel_with_the_branch_it_is_in(ch
     assert [t["content"] for t in fake.seen[-1] if t["role"] == "user"] == ["first, edited", "second", "third"]
 
 
+async def test_a_reopened_chat_whose_edited_question_lost_its_new_reply_still_reaches_the_old_branch(chat):
+    shown, fake = chat
+    context = init_http_context()  # Chainlit reopens a chat in a session of its own
+    context.emitter = shown = Recorder(context.session)
+    old_reply = {"id": "r0", "type": "assistant_message", "name": "ERNIE Chat", "output": "Old answer",
+                 "metadata": {"for": "q1", "answer": "Old answer"}, "createdAt": "2026-12-06T10:00:01Z"}
+    meta = {"branches": [{"question": "old question", "later": [old_reply]}, None], "branch": 1}
+    thread = {"id": "t1", "steps": [  # the server was killed before the edited question's reply was saved
+        {"id": "q1", "type": "user_message", "output": "new question", "metadata": json.dumps(meta),
+         "createdAt": "2026-12-06T10:00:00Z"}]}
+    await app.resume_chat(thread)
+    for step in thread["steps"]:  # as Chainlit does once on_chat_resume returns
+        chat_context.add(app.cl.Message.from_dict(step))
+    assert "This question was edited: its earlier versions are kept." in shown.shown.values()
+    await app.switch_branch(_button(shown, branches.PREVIOUS))
+    assert shown.shown["q1"] == "old question" and shown.shown["r0"] == "Old answer"
+    assert "This question was edited: its earlier versions are kept." not in shown.shown.values()
+    assert app.chat_state.made().turns == [{"id": "q1", "role": "user", "content": "old question"},
+                                           {"role": "assistant", "content": "Old answer"}]
+    assert [a["label"] for a in shown.actions if a["name"] == branches.NEXT] == ["Question 1 / 2 ▶"]
+
+
 # ---- the real server, restarted ---------------------------------------------------------------------------------
 
 REGENERATE = "regenerate_reply"

@@ -16,8 +16,9 @@ import json
 import chainlit as cl
 
 from chainlit_door import sessions as door
+from chainlit_door.server import data_layer
 from history.turns import turns_from
-from history.writes import show_and_store
+from history.writes import show_and_store, transient
 from ui import attachments, context_fill, library, versions
 from ui.words import say
 
@@ -109,7 +110,9 @@ async def _send(reply_id: str, question_id: str, meta: dict) -> None:
 
 
 async def offer_stored(thread: dict) -> None:
-    """A reopened chat's branch buttons (the history keeps the branches, not their buttons)."""
+    """A reopened chat's branch buttons (the history keeps the branches, not their buttons). An edited question
+    whose reply was never stored (the server was killed in its first second) gets them under a notice, shown and
+    never stored, so its other branches stay in reach."""
     steps = thread.get("steps") or []
     for step in steps:
         meta = parsed(step.get("metadata"))
@@ -117,8 +120,12 @@ async def offer_stored(thread: dict) -> None:
             continue
         reply = next((s for s in steps if s.get("type") == "assistant_message"
                       and parsed(s.get("metadata")).get("for") == step["id"]), None)
-        if reply is not None:
-            await _send(reply["id"], step["id"], meta)
+        if reply is None:
+            reply = cl.Message(content=say("branches.kept"), author="system")
+            transient(reply, data_layer())
+            await reply.send()
+            reply = {"id": reply.id}
+        await _send(reply["id"], step["id"], meta)
 
 
 async def keep(question: cl.Message, text_before: str, later: list[cl.Message]) -> None:
@@ -152,7 +159,8 @@ async def switch(chat, layer, action: cl.Action, offer_tools, stored_stats) -> N
     await show_and_store(question, layer)  # every branch kept before any message leaves
     if chat.reply is not None:
         await chat.reply.remove_actions()
-    for message in later:
+    holder = [m for m in shown[:index] if m.id == action.forId]  # a reopened chat's notice that held the buttons
+    for message in [*holder, *later]:
         await take_off_buttons(message.id)
         chat.replies.pop(message.id, None)
         await message.remove()
