@@ -100,6 +100,8 @@ def fitting(found: list["Passage"], room: int) -> tuple[list["Passage"], int]:
 
 
 def place(number: int, passage: "Passage") -> str:
+    """A passage's place as the model reads it in the prompt (the chat names its sources in its own language:
+    ui/library.py)."""
     return f"[{number}] {passage.document}, passage {passage.position + 1}"
 
 

@@ -215,6 +215,9 @@ async def test_a_switch_while_a_reply_is_written_is_refused_and_changes_nothing(
     assert "still being written" in list(shown.shown.values())[-1]
     assert {k: v for k, v in shown.shown.items() if k in before} == before
     assert app.chat_state.made().turns == turns
+    await app.switch_branch(app.cl.Action(name=branches.PREVIOUS, payload={"question": first.id, "to": 1}))
+    assert "no longer here" in list(shown.shown.values())[-1], "a button of a branch already shown changes nothing"
+    assert app.chat_state.made().turns == turns
 
 
 async def test_a_later_questions_own_branches_travel_with_the_branch_it_is_in(chat):

@@ -150,7 +150,8 @@ async def switch(chat, layer, action: cl.Action, offer_tools, stored_stats) -> N
     if chat is not None and chat.replying:
         await cl.ErrorMessage(content=say("tools.busy"), author="system").send()
         return
-    if chat is None or where is None or not isinstance(to, int) or not 0 <= to < where[1] or to == where[0]:
+    if chat is None or where is None or not isinstance(to, int) or not 0 <= to < where[1] or to == where[0] \
+            or not isinstance(meta_of(shown[index])[BRANCHES][to], dict):
         await cl.ErrorMessage(content=say("branches.gone"), author="system").send()
         return
     question, later = shown[index], shown[index + 1:]

@@ -62,13 +62,19 @@ class Found:
         if not self.passages:
             return f"*{self.note}*"
         note = say("library.note", note=self.note) if self.note else ""
-        places = " · ".join(no_images(library.place(n, p)) for n, p in enumerate(self.passages, 1))
+        places = " · ".join(no_images(_place(n, p)) for n, p in enumerate(self.passages, 1))
         return say("library.sources", note=note, count=_passages(len(self.passages)), tokens=self.tokens,
                    places=places)
 
 
 def _passages(count: int) -> str:
     return say("library.passages_many" if count > 1 else "library.passages_one", count=count)
+
+def _place(number: int, passage: library.Passage) -> str:
+    """A source's name in the chat's language, "[1] notes.txt, passage 2": the sources line names each source
+    element by it, which Chainlit turns into a link to it."""
+    return say("library.place", number=number, document=passage.document, position=passage.position + 1)
+
 
 
 
@@ -267,5 +273,5 @@ def _documents(chosen: list[library.Document]) -> str:
 def source_elements(found: Found) -> list[cl.Text]:
     """Each passage the reply drew on, as an element beside it: the passage's text, named by number, document
     and place."""
-    return [cl.Text(name=library.place(n, p), content=p.text, display="side")
+    return [cl.Text(name=_place(n, p), content=p.text, display="side")
             for n, p in enumerate(found.passages, 1)]

@@ -130,7 +130,15 @@ def values(prefs: ChatPreferences) -> dict:
 
 
 def defaults(settings: Settings, current_preset: str) -> ChatPreferences:
-    return ChatPreferences(settings.sampling(), settings.system_prompt, True, current_preset)
+    """A new chat's preferences: the settings' sampling and system prompt, on `current_preset`."""
+    return ChatPreferences(settings.sampling(), system_prompt(settings), True, current_preset)
+
+
+def system_prompt(settings: Settings) -> str:
+    """The system prompt a new chat starts with: the app's own default in the chat's language (a Chinese chat is
+    told "你是一个乐于助人的助手。"), or the operator's CHAT_SYSTEM_PROMPT as written."""
+    own = Settings.model_fields["system_prompt"].default
+    return say("setting.system_prompt.default") if settings.system_prompt == own else settings.system_prompt
 
 
 def resumed(values: dict, settings: Settings, running: str) -> ChatPreferences:
@@ -161,7 +169,7 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
         sampling = Sampling(**{key: values[key] for key in CHAT_SAMPLING if key in values}
                             | _kept(previous.sampling, values))
     except ValidationError as error:
-        raise ValueError(_short(describe(error, prefix=None))) from None
+        raise ValueError(_refused_sampling(error)) from None
     system_prompt = values.get("system_prompt", previous.system_prompt)
     show_stats = values.get("show_stats", previous.show_stats)
     library = values.get("library", previous.library)
@@ -175,6 +183,16 @@ def parse(values: dict, previous: ChatPreferences, settings: Settings) -> ChatPr
     if not all(isinstance(s, bool) for s in switches) or (preset != previous.preset and preset not in valid):
         raise ValueError(say("settings.switches", valid=", ".join(valid)))
     return ChatPreferences(sampling, system_prompt, show_stats, preset, library, my_defaults)
+
+
+def _refused_sampling(error: ValidationError) -> str:
+    """Each sampler value refused, by its name in the sidebar, with its bounds and the value sent (cut short)."""
+    options = {option.name: option for option in OPTIONS}
+    items = [(options.get(str(item["loc"][0]) if item["loc"] else ""), item) for item in error.errors()]
+    if not all(option for option, _ in items):  # a rule that is not a sampler's bounds: as pydantic words it
+        return _short(describe(error, prefix=None))
+    return " ".join(say("settings.sampling", name=say(f"setting.{option.name}").lower(), low=option.low,
+                        high=option.high, value=_short(repr(item.get("input")), 60)) for option, item in items)
 
 
 def _short(said: str, most: int = 300) -> str:

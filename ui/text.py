@@ -117,7 +117,7 @@ def status_text(status: Status, starting: str | None = None) -> str:
 
     kv = "–" if status.kv_cache_usage is None else f"{status.kv_cache_usage:.1%}"
     state = say_known(f"state.{status.state}", status.state)
-    purpose = say_known(f"preset.{status.preset}", status.purpose)
+    purpose = say_known(f"preset.{status.preset}", again("purpose.", status.purpose))
     context = say("status.context_value", tokens=status.max_model_len or "–")
     # a failed start says why, in place
     why = f" — {again('error.', status.problem)}".replace("|", "\\|") if status.problem else ""

@@ -116,6 +116,10 @@ TEXTS = {
     "device.CPU ({cores} cores)": "CPU ({cores} cores)",
     "status.requests": "Requests running / queued",
     "status.sequences": "Sequences from chats / the API",
+    "device.not started": "not started",
+    "device.{gpus} × {name} (data parallel)": "{gpus} × {name} (data parallel)",
+    "device.{gpus} × {name} (tensor parallel)": "{gpus} × {name} (tensor parallel)",
+    "purpose.the vLLM server at {url}": "the vLLM server at {url}",  # a remote engine's, in place of a preset's
     "status.share": "Each user's share / requests waiting for it",
     "status.asleep": " since {clock} ({minutes} min ago); the next message wakes it",
     "state.stopped": "stopped",

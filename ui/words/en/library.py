@@ -17,6 +17,7 @@ TEXTS = {
     "library.note": " ({note})",
     "library.passages_one": "{count} passage",
     "library.passages_many": "{count} passages",
+    "library.place": "[{number}] {document}, passage {position}",  # a source: its number, document and place
     "library.opening": "nothing in {documents} matched your other words, so the reply draws on its start",
     "library.unknown_one": "*{names} names no document in your library, so it stayed part of your message.*",
     "library.unknown_many": "*{names} name no document in your library, so they stayed part of your message.*",

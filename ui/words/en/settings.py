@@ -16,6 +16,7 @@ TEXTS = {
     "setting.repetition_penalty.tip": ("Above 1, words already in the chat are less likely to come again: a small "
                                        "model that repeats itself loops less at 1.1-1.3. 1 leaves them as they are."),
     "setting.system_prompt": "System prompt",
+    "setting.system_prompt.default": "You are a helpful assistant.",  # engine/settings.py's default, as it is
     "setting.show_stats": "Show what each reply cost",
     "setting.library": "Answer from my library",
     "setting.library.tip": ("Each question is answered from the best passages of your documents (the Library command "
@@ -55,5 +56,6 @@ TEXTS = {
                            "takes at most {most:,} characters."),
     "settings.system_prompt": "The system prompt must be text of at most {most:,} characters{size}.",
     "settings.system_prompt.size": " (it has {size:,})",
+    "settings.sampling": "{name}: a number from {low:g} to {high:g}, got {value}.",
     "settings.switches": "'show stats' and 'library' must be on or off, and the preset one of: {valid}.",
 }

@@ -16,6 +16,7 @@ TEXTS = {
     "library.note": "（{note}）",
     "library.passages_one": "{count} 个段落",
     "library.passages_many": "{count} 个段落",
+    "library.place": "[{number}] {document}，第 {position} 段",  # a source: its number, document and place
     "library.opening": "{documents} 中没有与你其他词语匹配的内容，因此回复依据的是文档开头",
     "library.unknown_one": "*{names} 不是你文档库中的文档名，因此保留为消息的一部分。*",
     "library.unknown_many": "*{names} 都不是你文档库中的文档名，因此保留为消息的一部分。*",

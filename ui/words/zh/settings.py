@@ -15,6 +15,7 @@ TEXTS = {
     "setting.repetition_penalty.tip": ("大于 1 时，对话中已出现的词更不容易再次出现：容易重复的小模型在 1.1-1.3 "
                                        "时更少打转。1 表示不做调整。"),
     "setting.system_prompt": "系统提示词",
+    "setting.system_prompt.default": "你是一个乐于助人的助手。",
     "setting.show_stats": "显示每条回复的开销",
     "setting.library": "根据我的文档库回答",
     "setting.library.tip": ("每个问题都根据你文档中最相关的段落回答（用“文档库”命令添加文档），并注明出处。在消息里写"
@@ -48,5 +49,6 @@ TEXTS = {
     "settings.oversized": "这次修改有 {mb:.1f} MB，超过了单次修改 1 MB 的上限；系统提示词最多 {most:,} 个字符。",
     "settings.system_prompt": "系统提示词必须是不超过 {most:,} 个字符的文本{size}。",
     "settings.system_prompt.size": "（现在有 {size:,} 个）",
+    "settings.sampling": "{name}只能是 {low:g} 到 {high:g} 之间的数，收到的是 {value}。",
     "settings.switches": "“显示开销”和“文档库”只能是开或关，预设必须是以下之一：{valid}。",
 }
