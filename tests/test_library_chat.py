@@ -199,8 +199,13 @@ async def test_each_listed_document_has_a_remove_button_that_removes_it(engine_e
             assert [b["label"] for b in buttons] == ["Remove 1: kettle-manual.txt", "Remove 2: 养花笔记.txt"], listed
             kettle = buttons[0]
 
-            assert "Removed **kettle-manual.txt**" in await press(chat, kettle)
-            await until(lambda: kettle not in chat.actions)  # the removed document's button goes
+            asked = await press(chat, kettle)  # a slip of the pointer removes nothing: Remove asks first
+            assert "Remove **kettle-manual.txt** from your library?" in asked, asked
+            assert "| 1 | kettle-manual.txt |" in await command(chat), "removed before the user said yes"
+            sure = chat.action("library_remove_confirmed")
+            assert sure and sure["label"] == "Yes, remove kettle-manual.txt", chat.actions
+            assert "Removed **kettle-manual.txt**" in await press(chat, sure)
+            await until(lambda: kettle not in chat.actions and sure not in chat.actions)  # its buttons go
             assert buttons[1] in chat.actions, "the other document's button went too"
             now = await command(chat)
             assert "| 1 | 养花笔记.txt |" in now and "kettle" not in now, now

@@ -290,6 +290,8 @@ def test_the_library_is_driven_by_pointing_the_chip_adds_lists_and_removes(app_s
     wait.until(lambda d: d.find_elements(By.XPATH, f"//button[{remove}]"), "the listed document has no Remove button")
     shot(browser, tmp_path, "library-buttons.png")
     wait.until(press(remove), "the Remove button could not be pressed")
+    wait.until(lambda d: "Remove lawnmower-manual.txt from your library?" in body(d), "Remove did not ask first")
+    wait.until(press("normalize-space(.)='Yes, remove lawnmower-manual.txt'"), "the asking has no Yes, remove button")
     wait.until(lambda d: "Removed lawnmower-manual.txt from your library" in body(d),
                "pressing Remove did not remove the document")
 

@@ -6,7 +6,8 @@ the library when the chat's "Answer from my library" switch is on, or when it na
 (those only). The passages found go into the prompt as one numbered attachment of the question, so the chat's
 later prompts, a reopened chat and an export have them as the model read them (ui/attachments.py keeps a
 question's attachments); the reply's last line names each passage's document and place. The list of documents
-carries a Remove button for each, and an Add documents button that opens an upload box in the chat. Typing @ in
+carries a Remove button for each, which asks first (a second button, "Yes, remove", removes it: nothing brings a
+removed document back), and an Add documents button that opens an upload box in the chat. Typing @ in
 the message box offers the user's document names (Chainlit 2.12's box suggests only its "/" commands, so
 public/library-names.js asks web/library_names.py for them), and a picked name is written as this module reads
 it: `@name`, or `@"name"` when it has a space.
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass
 import chainlit as cl
 
 from history import library
+from history.writes import transient
 from ui import attachments, file_ask
 from ui.text import TABLE, no_images
 from engine.who import asking
@@ -30,7 +32,8 @@ LIBRARY_ATTACHMENT = "From your library"
 _PICKED = re.compile(r'(?:^|\s)@(?:"([^"]+)"|(\S+))')
 _PUNCTUATION = ".,:;!?)]}'\"，。：；！？、）」』"  # "@kettle, how...": what follows a name is not part of it
 REMOVE = in_every_language("library.remove_word")  # the word that removes a document, in any language
-REMOVE_ACTION = "library_remove"  # a listed document's button (its callback is below)
+REMOVE_ACTION = "library_remove"  # a listed document's button (its callback is below): it asks first
+CONFIRM_ACTION = "library_remove_confirmed"  # the asking's "Yes, remove" button, which removes the document
 ADD_ACTION = "library_add"  # the list's "Add documents" button: an upload box in the chat (ui/file_ask.py)
 SHORT_NAME = 24  # characters of a name on its button: a row of buttons must fit a phone's width
 
@@ -179,20 +182,45 @@ def _short(name: str) -> str:
     return name if len(name) <= SHORT_NAME else name[:SHORT_NAME - 1] + "…"
 
 
-@cl.action_callback(REMOVE_ACTION)
-async def remove_pressed(action: cl.Action) -> None:
-    """A listed document's Remove button: the document goes (if it is still this user's), and its button with it;
-    the list's other buttons stay."""
+async def _pressed_document(action: cl.Action):
+    """The history and the user's document a button names, or (layer, None) when it is no longer theirs (said)."""
     from chainlit_door.server import data_layer
 
     layer, document_id = data_layer(), (action.payload or {}).get("id")
     documents = {d.id: d for d in await library.documents(layer, asking().name)} if layer is not None else {}
     if not isinstance(document_id, str) or document_id not in documents:
         await cl.ErrorMessage(content=say("library.already_gone"), author="system").send()
-    else:
-        await library.remove(layer, asking().name, document_id)
-        removed = say("library.removed", name=no_images(documents[document_id].name))
-        await cl.Message(content=removed, author="system").send()
+        return layer, None
+    return layer, documents[document_id]
+
+
+@cl.action_callback(REMOVE_ACTION)
+async def remove_pressed(action: cl.Action) -> None:
+    """A listed document's Remove button asks first: a removed document cannot come back, and a button is pressed
+    by a slip. The asking (shown, never stored) carries the button that removes it."""
+    layer, document = await _pressed_document(action)
+    if document is None:
+        return await action.remove()
+    sure = cl.Action(name=CONFIRM_ACTION, payload={"id": document.id, "listed": action.id, "list": action.forId},
+                     icon="trash-2", label=say("library.remove_sure_button", name=_short(document.name)),
+                     tooltip=say("library.remove_tip", name=document.name))
+    asking_first = cl.Message(content=say("library.remove_sure", name=no_images(document.name)), author="system",
+                              actions=[sure])
+    transient(asking_first, layer)
+    await asking_first.send()
+
+
+@cl.action_callback(CONFIRM_ACTION)
+async def remove_confirmed(action: cl.Action) -> None:
+    """The asking's "Yes, remove": the document goes (if it is still this user's), and its buttons with it (the
+    list's other buttons stay)."""
+    layer, document = await _pressed_document(action)
+    if document is not None:
+        await library.remove(layer, asking().name, document.id)
+        await cl.Message(content=say("library.removed", name=no_images(document.name)), author="system").send()
+    payload = action.payload or {}
+    if isinstance(payload.get("listed"), str):  # the list's Remove button of it, by its id as the page knows it
+        await cl.Action(name=REMOVE_ACTION, payload={}, id=payload["listed"], forId=payload.get("list")).remove()
     await action.remove()
 
 

@@ -35,6 +35,10 @@ TEXTS = {
     "library.remove_tip": "Remove {name} and its passages from your library",
     "library.remove_word": "remove",  # typed beside the Library chip, in any language
     "library.already_gone": "That document is no longer in your library: list it again with the Library command.",
+    "library.remove_sure": ("Remove **{name}** from your library? Questions will no longer find its passages, and a "
+                            "removed document does not come back (add its file again to have it). Press the button "
+                            "to remove it; do nothing to keep it."),
+    "library.remove_sure_button": "Yes, remove {name}",
     "library.removed": "Removed **{name}** from your library.",
     "library.empty": "Your library is empty. {how}",
     "library.list": "Documents in your library: {count}\n\n{table}\n\n{how}",
