@@ -42,11 +42,13 @@ in one place, with why.
   file it is, and ui/attachments.py refuses it in the chat by name ("x.txt is empty").
 - **A chat's thread opens at its first words** (`open_threads_at_first_words`): Chainlit takes a chat's first
   message as its "first interaction" even when it holds no words (a chip pressed before typing: Status, Library,
-  Import): it names the stored thread after the empty text ("Untitled Conversation", never renamed by the questions
-  that follow) and tells the page an empty interaction, which the page takes for none, so it never moves to the
-  thread's address, never lists it, and never shows Stop. Such a message now keeps the thread (named after the
-  chip, what it did written at once) without telling the page; the first message with words opens it as Chainlit
-  opens a chat, named after them.
+  Import), and so a button pressed or an upload box answered first (named after the button or the file): it names
+  the stored thread after the empty text ("Untitled Conversation", never renamed by the questions that follow) and
+  tells the page an empty interaction, which the page takes for none, so it never moves to the thread's address,
+  never lists it, and never shows Stop. Until the chat's first words nothing of it is kept now: what it writes
+  waits in Chainlit's own queue and the page is told nothing, so a chat of chips alone (an Export, a Status) is no
+  chat in the history, named after a chip; the first message with words opens it as Chainlit opens a chat, named
+  after them, and writes what waited (the chips' messages and answers) into it.
 - **Writes of another thread now** (`write_now`): Chainlit queues a chat's step writes until its first message
   (`queue_until_user_message`); an import writes a new thread's steps from a chat that may have sent only the
   Import command, so they run in a context of their own, as Chainlit's HTTP routes do.
@@ -81,7 +83,7 @@ def install(user_checks=None) -> None:
     drop_constructor_pauses()  # Chainlit's 1 ms sleep per message would hold every chat's stream
     tolerate_quiet_servers()  # a busy server must not cost a chat its reply
     bound_settings_changes()  # nor a settings change or message too large for the socket its connection
-    open_threads_at_first_words()  # a chat begun with a chip gets its address, name and Stop
+    open_threads_at_first_words()  # a chat is kept from its first words: named after them, never after a chip
     own_upload_folder()  # a stopping server deletes only its own uploads
     keep_empty_uploads()  # an empty file is refused in the chat by name, not by an HTTP 500
     if user_checks is not None:
@@ -181,34 +183,33 @@ def bound_settings_changes() -> None:
     AsyncSocket._websocket_handler = _websocket_handler
 
 
-UNNAMED = "ernie_thread_unnamed"  # a session's chip that opened its thread, until the chat's first words name it
+WORDED = "ernie_thread_worded"  # on a session: the thread its first words opened (a deleted chat's next one is new)
 
 
 def open_threads_at_first_words() -> None:
-    """Chainlit's `init_thread` given no words (a chip's own message) keeps the thread, named after the chip, and
-    tells the page nothing; the chat's first message with words then opens it as Chainlit does, named after them.
-    A `-w` reload wraps Chainlit's own methods again, never the previous wrappers."""
+    """Chainlit opens a chat's thread (`init_thread`) only at a message with words: a chip's own message, a button
+    or an upload box answered first leave the chat unopened, its writes queued (Chainlit queues them while
+    `has_first_interaction` is false) and the page untold; the first words open it as Chainlit does, named after
+    them, and the queue is written. A `-w` reload wraps Chainlit's own methods again, never the previous wrappers."""
     from chainlit.emitter import ChainlitEmitter
 
     opening = getattr(ChainlitEmitter.init_thread, "chainlit_method", ChainlitEmitter.init_thread)
     receiving = getattr(ChainlitEmitter.process_message, "chainlit_method", ChainlitEmitter.process_message)
 
     async def init_thread(self, interaction: str):
-        if isinstance(interaction, str) and not interaction.strip():
-            # kept and owned (what the chip did is written), named after the chip until the first words rename it
-            await self.flush_thread_queues(getattr(self.session, UNNAMED, None) or None)
+        if getattr(self.session, WORDED, None) != self.session.thread_id:  # no words yet: nothing kept, none told
+            self.session.has_first_interaction = False
             return
         return await opening(self, interaction)
 
     async def process_message(self, payload):
-        message = payload["message"]
-        if not self.session.has_first_interaction:
-            setattr(self.session, UNNAMED, message.get("command") or "")  # the chip that may open the chat
-        elif getattr(self.session, UNNAMED, None) is not None and (message.get("output") or "").strip():
-            self.session.has_first_interaction = False  # Chainlit opens the thread with these words, at once
-        if (message.get("output") or "").strip():
-            setattr(self.session, UNNAMED, None)
-        return await receiving(self, payload)
+        unopened, worded = not self.session.has_first_interaction, (payload["message"].get("output") or "").strip()
+        if unopened and worded:
+            setattr(self.session, WORDED, self.session.thread_id)
+        message = await receiving(self, payload)  # it awaits nothing: the writes it starts run after this
+        if unopened and not worded:
+            self.session.has_first_interaction = False  # the chip's message waits in the queue for the first words
+        return message
 
     init_thread.chainlit_method, process_message.chainlit_method = opening, receiving
     ChainlitEmitter.init_thread, ChainlitEmitter.process_message = init_thread, process_message

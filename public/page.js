@@ -6,3 +6,4 @@ import "/public/library-names.js";
 import "/public/start-line.js";
 import "/public/settings-reset.js";
 import "/public/context-line.js";
+import "/public/upload-refusal.js";

@@ -252,8 +252,10 @@ async def test_chainlit_opens_a_thread_on_a_message_without_words_and_the_patch_
     chainlit_patches.open_threads_at_first_words()  # a `-w` reload
     assert ChainlitEmitter.init_thread.chainlit_method is original, "wrapped once"
     await emitter.init_thread("  ")
-    assert told == [] and kept == [None], "no words: the thread is kept without a name, the page not told"
-    assert emitter.session.has_first_interaction, "what the chat writes meanwhile is written at once"
+    assert told == [] and kept == [], "no words: nothing of the chat is kept, the page not told"
+    assert not emitter.session.has_first_interaction, "what the chat writes meanwhile waits in Chainlit's queue"
+    await emitter.init_thread("export_all")  # a button pressed before any words (Chainlit names the thread after it)
+    assert told == [] and kept == [] and not emitter.session.has_first_interaction
     seen = []
 
     async def receive(self, payload):  # Chainlit's own process_message: it opens the thread when not yet opened
@@ -262,14 +264,15 @@ async def test_chainlit_opens_a_thread_on_a_message_without_words_and_the_patch_
 
     monkeypatch.setattr(ChainlitEmitter.process_message, "chainlit_method", receive)
     chainlit_patches.open_threads_at_first_words()
-    emitter.session.has_first_interaction, kept[:] = False, []  # a new chat, whose first message is a chip's
     await emitter.process_message({"message": {"output": "", "command": "Status"}})
+    assert not emitter.session.has_first_interaction, "a chip's own message leaves the chat unopened"
     await emitter.init_thread("")  # as Chainlit's process_message does for it
     await emitter.process_message({"message": {"output": "How hot is the kettle?"}})
     await emitter.process_message({"message": {"output": "And now?"}})
-    assert seen == [False, False, True], "the first message with words, and only it, opens the thread anew"
-    assert kept == ["Status"], "the chip's thread is kept under the chip's name until then"
+    assert seen == [False, False, True], "the first message with words, and only it, opens the thread"
+    assert kept == [] and told == [], "nothing kept, nothing told, until Chainlit's init_thread for the words"
     await emitter.init_thread("How hot is the kettle?")
+    assert kept == ["How hot is the kettle?"], "the thread is named after the first words"
     assert told == [("first_interaction", {"interaction": "How hot is the kettle?", "thread_id": "t1"})]
 
 

@@ -176,3 +176,53 @@ def test_a_chinese_chat_on_a_processor_writes_no_english_sentence(monkeypatch):
     assert not english_left, f"{len(english_left)} texts hold English:\n" + "\n".join(english_left)
     memory = [where for where, text in said if "显存" in text]
     assert not memory, f"on a processor the memory is 内存, never a GPU's 显存: {memory}"
+
+
+@pytest.mark.browser
+def test_a_chinese_page_says_a_refused_upload_briefly_and_starts_with_the_chinese_prompt(app_server, tmp_path):
+    """Chainlit's upload says "File type must be one of text/*, application/json, ..." (some 80 types) in English;
+    the page says it in a short Chinese sentence. The settings panel shows a new chat's Chinese system prompt."""
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ready
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from test_browser import page_state
+    from test_languages import CHROMEDRIVER, CHROMIUM, chromium
+
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("needs Debian's chromium and chromium-driver")
+    picture, large = tmp_path / "photo.png", tmp_path / "notes.txt"
+    picture.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    large.write_text("word " * 300_000)  # 1.5 MB: over the upload's 1 MB
+    browser = chromium("zh-CN")
+    wait = WebDriverWait(browser, 120, ignored_exceptions=[StaleElementReferenceException, WebDriverException])
+
+    def toasts(driver) -> str:
+        return " ".join(t.text for t in driver.find_elements(By.CSS_SELECTOR, "[data-sonner-toast]"))
+
+    def said(what: str, text: str) -> str:
+        try:
+            wait.until(lambda d: text in toasts(d))
+        except TimeoutException:
+            raise AssertionError(f"{what}: {toasts(browser)!r}; {page_state(browser)}") from None
+        return toasts(browser)
+
+    try:
+        browser.get(app_server.url)
+        wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open")
+        browser.find_element(By.ID, "upload-button-input").send_keys(str(picture))
+        shown = said("a picture refused", "无法附上这种文件")
+        assert "File type" not in shown and "application/" not in shown and len(shown) < 80, shown
+        browser.get(app_server.url)  # the input keeps the files it was given: a fresh page gives it one file
+        wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open again")
+        browser.find_element(By.ID, "upload-button-input").send_keys(str(large))
+        assert "File is larger" not in said("a file over 1 MB refused", "1 MB")
+        browser.execute_script("arguments[0].click()",  # the toast may lie over it
+                               browser.find_element(By.ID, "chat-settings-header-button"))
+        wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
+        prompt = "你是一个乐于助人的助手。"
+        wait.until(lambda d: prompt in d.find_element(By.ID, "system_prompt").get_attribute("value"),
+                   "a new Chinese chat's system prompt is not the Chinese default")
+    finally:
+        browser.quit()

@@ -8,6 +8,8 @@ taken the new request: a refused one (the question no longer fits the context, t
 its turn, its buttons and its history as they were, as a refused Continue does (reply.Reply.put_back). Continue goes
 on writing a reply that stopped before its end, in the same message: the prompt is the same turns plus what was
 written, rendered as the chat template's continuation of it (engine.chat), so the prefix cache serves most of it.
+Continue under a reply paged back to an earlier answer ("1 / 2") is refused, saying how to show the newest: it goes on
+from the newest answer, which the history and the prompt hold, and text must not be appended to an answer unseen.
 Both run inside Chainlit's action request, not a task Chainlit can cancel: the chat is told a task runs (its Stop
 button shows) and Stop aborts the request in the engine, leaving a reply that can be continued again.
 """
@@ -15,13 +17,14 @@ button shows) and Stop aborts the request in the engine, leaving a reply that ca
 import chainlit as cl
 
 from engine.backend import CHANGING
-from ui import chat_state, start_note
+from ui import chat_state, start_note, versions
 from ui.library import Found
 from ui.reply import reply_to
 from ui.words import say
 from chainlit_door import sessions as door
 
 BUSY, SWITCHING, NOT_LATEST = "tools.busy", "tools.switching", "tools.not_latest"  # why not, as ui/words/ says it
+EARLIER_VERSION = "tools.earlier_version"
 
 
 def _refusal(engine, chat, action: cl.Action) -> str | None:
@@ -60,8 +63,22 @@ async def _answer(engine, layer, chat, going_on: cl.Message | None, replaces: cl
         await door.emitter().task_end()
 
 
+def _earlier_shown(chat, action: cl.Action) -> tuple[int, int] | None:
+    """(shown, count) when the latest reply pages back to an earlier answer: Continue goes on from the newest one (the
+    stored reply, the prompt's), which the page does not show, so it is refused rather than appended to text unseen."""
+    latest = chat.reply
+    if latest is None or action.forId != latest.id or len(versions.texts(latest)) < 2:
+        return None
+    at, count = versions.shown_at(chat, latest), len(versions.texts(latest))
+    return (at + 1, count) if at < count - 1 else None
+
+
 async def continue_reply(engine, layer, action: cl.Action) -> None:
     chat = await chat_state.current(engine)
+    if (earlier := _earlier_shown(chat, action)) is not None:
+        at, count = earlier
+        await cl.ErrorMessage(content=say(EARLIER_VERSION, at=at, of=count), author="system").send()
+        return
     if await _ready(engine, chat, action):
         await _answer(engine, layer, chat, chat.reply)
 

@@ -3,7 +3,9 @@
 the history's (history/keys.py): kept as hashes, checked by the API (api/callers.py) in every app process.
 
 A new key is shown once, in a message that is never stored (`transient`): the history's tables never hold a key in
-clear, and a reopened chat does not show it again. Everything here acts on the signed-in user's keys only (the local
+clear, and a reopened chat does not show it again. The list (and "You have no API keys") is shown, never stored
+either: it is out of date once a key is made or revoked, and the chip lists the keys as they are at any time.
+Everything here acts on the signed-in user's keys only (the local
 user's on loopback): every statement names the user.
 """
 
@@ -81,15 +83,19 @@ async def _list(layer) -> None:
     make = cl.Action(name=NEW_ACTION, payload={}, icon="key-round", label=say("keys.new_button"),
                      tooltip=say("keys.new_tip"))
     if not listed:
-        return await cl.Message(content=say("keys.none", how=how), author="system", actions=[make]).send()
+        notice = cl.Message(content=say("keys.none", how=how), author="system", actions=[make])
+        transient(notice, layer)  # out of date at the first key made: a reopened chat must not say there are none
+        return await notice.send()
     rows = [f"| {n} | {_cell(k.name)} | {k.created_at} | {k.last_used_at or say('keys.never')} |"
             for n, k in enumerate(listed, 1)]
     table = "\n".join([say("keys.head"), "|---|---|---|---|", *rows])
     buttons = [cl.Action(name=REVOKE_ACTION, payload={"id": k.id}, icon="ban",
                          label=say("keys.revoke_button", n=n, name=k.name[:24]),
                          tooltip=say("keys.revoke_tip", name=k.name)) for n, k in enumerate(listed, 1)]
-    await cl.Message(content=say("keys.list", count=len(listed), table=table, how=how), author="system",
-                     type=TABLE, actions=[make, *buttons]).send()
+    shown = cl.Message(content=say("keys.list", count=len(listed), table=table, how=how), author="system",
+                       type=TABLE, actions=[make, *buttons])
+    transient(shown, layer)  # the keys as they are now: the Keys chip lists them again at any time
+    await shown.send()
 
 
 def _free_name(taken: set[str]) -> str:

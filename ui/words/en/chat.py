@@ -31,6 +31,8 @@ TEXTS = {
                         "it is ready."),
     "tools.not_latest": ("Only the chat's latest reply can be regenerated or continued: use the buttons under the "
                          "latest reply, or send a new message."),
+    "tools.earlier_version": ("Only the latest answer of a reply can be continued, and this reply shows answer {at} of "
+                              "{of}: press “next ▶” until it shows {of} / {of}, then Continue. Nothing was changed."),
     "tools.not_regenerated": "Not regenerated: {why} The reply above is kept as it was.",
 
     # a regenerated reply's earlier answers (ui/versions.py)
