@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from history.words import Refusal
 from lifetime.tasks import spawn
 
 KEY_PREFIX = "chat-"  # tells a user's key from the operator's CHAT_API_KEY and from text that is no key at all
@@ -43,8 +44,9 @@ REVOKE_ALL = 'DELETE FROM chat_api_keys WHERE "user_identifier" = :name'  # a re
 _USED = 'UPDATE chat_api_keys SET "last_used_at" = :at WHERE "id" = :id'
 
 
-class KeyRefused(Exception):
-    """A key that cannot be made; the text says why and what to do."""
+class KeyRefused(Refusal):
+    """A key that cannot be made; the text says why and what to do (history/words/'s `keys.` keys, in the chat's
+    language by `in_language`)."""
 
 
 @dataclass
@@ -77,11 +79,11 @@ def checked_name(name: str) -> str:
     """The key's name as kept (spaces tidied); raises KeyRefused for an empty or long one."""
     name = " ".join(name.split())
     if not name:
-        raise KeyRefused("A key needs a name that says what uses it, e.g. `new laptop-script`.")
+        raise KeyRefused("keys.no_name")
     if len(name) > MAX_NAME:
-        raise KeyRefused(f"A key's name may be at most {MAX_NAME} characters; this one has {len(name)}.")
+        raise KeyRefused("keys.name_too_long", most=MAX_NAME, size=len(name))
     if not name.isprintable():  # a NUL, say, which PostgreSQL's text cannot hold
-        raise KeyRefused("A key's name may hold only printable characters: name it with words, e.g. `new laptop`.")
+        raise KeyRefused("keys.unprintable")
     return name
 
 
@@ -103,8 +105,8 @@ async def make(layer, user: str, name: str) -> str:
     if not await layer.execute_sql(_FIND, {"hash": values["hash"]}):
         count = await layer.execute_sql(_COUNT, {"user": user})
         if isinstance(count, list) and count and count[0]["keys"] >= MAX_KEYS:
-            raise KeyRefused(f"You have {MAX_KEYS} keys, the most one user may have: revoke one you no longer use.")
-        raise KeyRefused("The key could not be stored: the history database did not keep it. Try again.")
+            raise KeyRefused("keys.too_many", most=MAX_KEYS)
+        raise KeyRefused("keys.not_stored")
     return key
 
 

@@ -12,13 +12,15 @@ import uuid
 from dataclasses import dataclass
 
 from history import passages
+from history.words import Refusal
 
 MAX_DOCUMENTS = 1000  # a user's library holds at most this many documents
 MAX_TEXT_CHARS = 50 * 2**20  # and at most this much text in all (a 300-page book is about 1 MB of text)
 
 
-class LibraryFull(Exception):
-    """A document that does not fit the user's library; the text says which limit and what to do."""
+class LibraryFull(Refusal):
+    """A document that does not fit the user's library; the text says which limit and what to do (history/words/'s
+    `library.` keys, in the chat's language by `in_language`)."""
 
 
 @dataclass
@@ -125,14 +127,12 @@ async def add(layer, user: str, name: str, size: int, text: str) -> Document:
     usage = _rows(await layer.execute_sql(_USAGE, {"user": user}))
     held = usage[0] if usage else {"documents": 0, "chars": 0}
     if held["documents"] >= MAX_DOCUMENTS:
-        raise LibraryFull(f"your library holds {held['documents']} documents, the most it keeps; remove one you "
-                          "no longer need (Library, then remove) and add this one again")
+        raise LibraryFull("library.full", count=held["documents"])
     if held["chars"] + len(text) > MAX_TEXT_CHARS:
-        raise LibraryFull(f"your library would hold more than {MAX_TEXT_CHARS // 2**20} MB of text with it; remove "
-                          "a document you no longer need, or add the part of this one you need")
+        raise LibraryFull("library.too_much_text", mb=MAX_TEXT_CHARS // 2**20)
     pieces = passages.split(text)
     if not pieces:
-        raise LibraryFull("holds no text to search")
+        raise LibraryFull("library.no_text")
     document = Document(id=uuid.uuid4().hex, name=name, bytes=size, chars=len(text), passages=len(pieces),
                         created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     statements = [(_ADD_DOCUMENT, {"id": document.id, "user": user, "name": name, "bytes": size,

@@ -15,7 +15,7 @@ from history import keys
 from history.writes import transient
 from ui.text import TABLE
 from engine.who import asking
-from ui.words import in_every_language, say
+from ui.words import in_every_language, language, say
 
 NEW, REVOKE = in_every_language("keys.new_word"), in_every_language("keys.revoke_word")  # typed beside the chip
 NEW_ACTION, REVOKE_ACTION = "key_new", "key_revoke"  # the list's buttons (their callbacks are below)
@@ -57,7 +57,8 @@ async def _make(layer, name: str) -> None:
     try:
         key = await keys.make(layer, asking().name, name)
     except keys.KeyRefused as why:
-        return await cl.ErrorMessage(content=say("keys.not_made", why=why), author="system").send()
+        return await cl.ErrorMessage(content=say("keys.not_made", why=why.in_language(language())),
+                                     author="system").send()
     except Exception as error:  # the database's own error: no key was kept, so none is shown
         return await cl.ErrorMessage(content=say("keys.db_failed", error=type(error).__name__),
                                      author="system").send()

@@ -70,14 +70,14 @@ class Found:
                    places=places)
 
 
-def _passages(count: int) -> str:
-    return say("library.passages_many" if count > 1 else "library.passages_one", count=count)
-
 def _place(number: int, passage: library.Passage) -> str:
     """A source's name in the chat's language, "[1] notes.txt, passage 2": the sources line names each source
     element by it, which Chainlit turns into a link to it."""
     return say("library.place", number=number, document=passage.document, position=passage.position + 1)
 
+
+def _passages(count: int) -> str:
+    return say("library.passages_many" if count > 1 else "library.passages_one", count=count)
 
 
 
@@ -115,6 +115,7 @@ async def _add(layer, files) -> None:
             added.append(say("library.replaced_one" if earlier else "library.added_one", name=no_images(document.name),
                              size=_size_text(size), count=_passages(document.passages)))
         except (attachments.Refused, library.LibraryFull) as why:
+            why = why.in_language(door.language()) if isinstance(why, library.LibraryFull) else why
             problems.append(say("file.refused", name=no_images(element.name), why=why))
         except OSError as error:
             problems.append(say("file.unreadable", name=no_images(element.name),

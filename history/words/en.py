@@ -41,4 +41,16 @@ TEXTS = {
     # what an import left out, the chat then using the app's defaults
     "import.dropped.title": "its title (not text)",
     "import.dropped.sampling": "its sampling settings (not an object of names and values)",
+    # a document the library will not take (history/library.py), after "<file> "
+    "library.full": ("your library holds {count} documents, the most it keeps; remove one you no longer need (Library, "
+                     "then remove) and add this one again"),
+    "library.too_much_text": ("your library would hold more than {mb} MB of text with it; remove a document you no "
+                              "longer need, or add the part of this one you need"),
+    "library.no_text": "holds no text to search",
+    # an API key that cannot be made (history/keys.py)
+    "keys.no_name": "A key needs a name that says what uses it, e.g. `new laptop-script`.",
+    "keys.name_too_long": "A key's name may be at most {most} characters; this one has {size}.",
+    "keys.unprintable": "A key's name may hold only printable characters: name it with words, e.g. `new laptop`.",
+    "keys.too_many": "You have {most} keys, the most one user may have: revoke one you no longer use.",
+    "keys.not_stored": "The key could not be stored: the history database did not keep it. Try again.",
 }

@@ -37,4 +37,16 @@ TEXTS = {
     # what an import left out, the chat then using the app's defaults
     "import.dropped.title": "它的标题（不是文本）",
     "import.dropped.sampling": "它的采样设置（不是由名称和值组成的对象）",
+    # a document the library will not take (history/library.py), after "<file> "
+    "library.full": ("无法加入：你的文档库已有 {count} 个文档，达到上限；请删除一个不再需要的文档（“文档库”命令，然后"
+                     "“删除”）后再添加它"),
+    "library.too_much_text": ("无法加入：加上它，文档库中的文字将超过 {mb} MB；请删除一个不再需要的文档，或只添加"
+                              "这个文件中你需要的部分"),
+    "library.no_text": "没有可供检索的文字",
+    # an API key that cannot be made (history/keys.py)
+    "keys.no_name": "密钥需要一个说明用途的名称，例如 `new laptop-script`（或 `新建 笔记本脚本`）。",
+    "keys.name_too_long": "密钥名称最多 {most} 个字符；这个有 {size} 个。",
+    "keys.unprintable": "密钥名称只能包含可打印的字符：请用文字命名，例如 `new laptop`（或 `新建 笔记本`）。",
+    "keys.too_many": "你已有 {most} 个密钥，达到每位用户的上限：请撤销一个不再使用的密钥。",
+    "keys.not_stored": "密钥无法保存：历史数据库没有保存它。请重试。",
 }
