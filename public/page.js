@@ -7,3 +7,4 @@ import "/public/start-line.js";
 import "/public/settings-reset.js";
 import "/public/context-line.js";
 import "/public/upload-refusal.js";
+import "/public/local-user.js";

@@ -449,3 +449,19 @@ def test_the_contexts_fill_is_in_sight_by_the_box_after_a_reply(app_server, brow
     paste("Thanks!")
     wait.until(lambda d: re.fullmatch(r"context [\d,]+ \+ \d in your message / 10,240 tokens", gauge(d)),
                "a short draft is not counted as short")
+
+
+def test_on_loopback_there_is_no_logout_that_signs_the_same_user_back_in(app_server, browser, tmp_path):
+    """On this machine the page signs in as the local user by itself: a Logout would lead straight back in, so the
+    user menu (that name and Logout) is not offered."""
+    import time
+
+    from selenium.webdriver.common.by import By
+
+    wait = waiter(browser)
+    browser.get(app_server.url)
+    wait.until(lambda d: d.find_elements(By.ID, "command-Status"), "the chat did not open")
+    time.sleep(3)  # the page's scripts have asked who is signed in
+    shot(browser, tmp_path, "loopback-no-logout.png")
+    shown = [b for b in browser.find_elements(By.ID, "user-nav-button") if b.is_displayed()]
+    assert not shown, "the user menu with Logout is offered to the local user"
