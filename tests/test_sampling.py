@@ -65,9 +65,10 @@ async def test_every_option_reaches_the_remote_servers_request_body():
 
 
 def test_an_invalid_value_of_each_option_is_refused_with_its_name():
+    """By its name in the sidebar ("max new tokens"), with its bounds."""
     settings = load_settings()
     for option in OPTIONS:
-        with pytest.raises(ValueError, match=option.name.replace("_", " ")):
+        with pytest.raises(ValueError, match=f"{TABLES['en'][f'setting.{option.name}'].lower()}: a number from"):
             sidebar.parse({option.name: option.high + 1}, sidebar.defaults(settings, "cpu"), settings)
 
 
