@@ -12,7 +12,7 @@ import pytest
 
 from chainlit_door import sessions as door
 from engine.errors import NoGpuError
-from engine.reports import Status
+from engine.reports import Progress, Status
 from engine.settings import load_settings
 from history import exchange
 from history import words as history_words
@@ -129,6 +129,8 @@ def status_tables() -> list[tuple[str, str]]:
     server = "http://gpu-box:8000"
     remote = cpu | {"preset": "remote", "purpose": f"the vLLM server at {server}", "device": server}
     said.append(("status remote", text.status_text(Status(state="unreachable", **remote))))
+    ready = Progress("Ready", 3.0, done=True, notice=f"Serving baidu/ERNIE-4.5-0.3B-PT from {server}.")
+    said.append(("a remote engine's start", text.progress_line(words.say("start.starting"), ready)))
     return said
 
 

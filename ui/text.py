@@ -47,7 +47,9 @@ def progress_line(title: str, progress: Progress, lang: str | None = None) -> st
     stage = again("stage.", progress.stage, lang)
     line = say("progress", lang, mark="✅" if progress.done else "⏳", title=title, stage=stage,
                seconds=progress.elapsed_s)
-    return f"{line}. {progress.notice}." if progress.notice else line
+    if not progress.notice:
+        return line
+    return say("progress.notice", lang, line=line, notice=again("notice.", progress.notice.rstrip("."), lang))
 
 
 def stats_line(stats: Stats) -> str:

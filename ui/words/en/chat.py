@@ -79,6 +79,8 @@ TEXTS = {
     "start.waking": "Waking the model engine",
     "start.retry": "Try again",
     "progress": "{mark} {title}: {stage} ({seconds:.0f} s)",
+    "progress.notice": "{line}. {notice}.",  # what the engine's start tells beside its progress
+    "notice.Serving {model} from {url}": "Serving {model} from {url}",
     "stage.Waking the engine": "Waking the engine",
     "stage.Checking the device and the model": "Checking the device and the model",
     "stage.Warming up": "Warming up",

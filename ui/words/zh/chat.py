@@ -77,6 +77,8 @@ TEXTS = {
     "start.waking": "正在唤醒模型引擎",
     "start.retry": "重试",
     "progress": "{mark} {title}：{stage}（{seconds:.0f} 秒）",
+    "progress.notice": "{line}。{notice}。",  # what the engine's start tells beside its progress
+    "notice.Serving {model} from {url}": "模型 {model} 由 {url} 的 vLLM 服务器提供",
     "stage.Waking the engine": "正在唤醒引擎",
     "stage.Checking the device and the model": "正在检查设备和模型",
     "stage.Warming up": "正在预热",
