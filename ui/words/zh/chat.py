@@ -115,11 +115,11 @@ TEXTS = {
     "status.memory": "已用显存 / 预设所需",
     "status.kv": "KV 缓存占用",
     "device.CPU ({cores} cores)": "CPU（{cores} 核）",
-    "status.requests": "运行中 / 排队中的请求",
     "device.not started": "未启动",
     "device.{gpus} × {name} (data parallel)": "{gpus} × {name}（数据并行）",
     "device.{gpus} × {name} (tensor parallel)": "{gpus} × {name}（张量并行）",
     "purpose.the vLLM server at {url}": "位于 {url} 的 vLLM 服务器",  # a remote engine's, in place of a preset's
+    "status.requests": "运行中 / 排队中的请求",
     "status.sequences": "来自对话 / API 的序列",
     "status.share": "每位用户的份额 / 等待份额的请求",
     "status.asleep": "，自 {clock} 起（{minutes} 分钟前）；下一条消息会唤醒它",
