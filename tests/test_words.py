@@ -249,3 +249,19 @@ def test_a_chinese_chats_stored_cut_off_note_and_the_historys_notices_are_in_chi
     session.language = "en-US"
     asyncio.run(saved())
     assert stored[1]["output"].endswith(writes.CUT_OFF_NOTE), "an English chat's note is the English one"
+
+
+def test_a_new_chinese_chat_is_told_the_default_system_prompt_in_chinese_and_a_set_one_as_written(monkeypatch):
+    from chainlit_door import sessions as door
+    from engine.settings import Settings, load_settings
+    from ui import sidebar
+
+    assert words.TEXTS["setting.system_prompt.default"] == Settings.model_fields["system_prompt"].default, \
+        "the app's default system prompt changed: say it anew in every language"
+    language = ["zh-CN"]
+    monkeypatch.setattr(door, "language", lambda: language[0])
+    assert sidebar.defaults(load_settings(), "cpu").system_prompt == "你是一个乐于助人的助手。"
+    assert sidebar.defaults(load_settings(system_prompt="Answer as a pirate."), "cpu").system_prompt == \
+        "Answer as a pirate.", "the operator's own prompt is never changed"
+    language[0] = "en-US"
+    assert sidebar.defaults(load_settings(), "cpu").system_prompt == "You are a helpful assistant."
