@@ -1,11 +1,13 @@
 // A file the upload refuses is said briefly, in the page's language. Chainlit 2.12's upload (react-dropzone) shows
 // its own English in a toast: "File type must be one of text/*, application/json, ..." with every one of the ~80
-// types the app accepts, or "File is larger than 20 MB". Such a toast's title is replaced by the page's own words,
-// from Chainlit's translations in the page's language (.chainlit/translations, chat.fileUpload.errors: wrongType,
-// wrongTypeJson for the Import box that takes only JSON, tooLarge), English where a language lacks them.
+// types the app accepts, "File is larger than 1 MB", or "Too many files". Such a toast's title is replaced by the
+// page's own words, from Chainlit's translations in the page's language (.chainlit/translations,
+// chat.fileUpload.errors: wrongType, wrongTypeJson for the Import box that takes only JSON, tooLarge, tooMany with
+// the most files a message takes, from /project/settings), English where a language lacks them.
 (() => {
   const WRONG_TYPE = /^File type must be (?:one of )?(.*)$/;
   const TOO_LARGE = /^File is larger than (\d+(?:\.\d+)?) MB$/;
+  const TOO_MANY = /^Too many files$/;
   let words = null;
 
   const translations = (language) =>
@@ -13,21 +15,28 @@
       .then((answer) => (answer.ok ? answer.json() : {}))
       .then((said) => ((((said || {}).translation || {}).chat || {}).fileUpload || {}).errors || {});
 
+  const mostFiles = () =>
+    fetch("/project/settings", { credentials: "same-origin" })
+      .then((answer) => (answer.ok ? answer.json() : {}))
+      .then((said) => (((said || {}).features || {}).spontaneous_file_upload || {}).max_files || "")
+      .catch(() => "");
+
   const pageWords = () => {
-    words = words || Promise.all([translations(navigator.language || "en-US"), translations("en-US")])
-      .then(([own, english]) => ({ ...english, ...own }))
+    words = words || Promise.all([translations(navigator.language || "en-US"), translations("en-US"), mostFiles()])
+      .then(([own, english, most]) => ({ ...english, ...own, most }))
       .catch(() => { words = null; return {}; });
     return words;
   };
 
   const reword = (title) => {
     const said = title.textContent;
-    const wrong = WRONG_TYPE.exec(said), large = TOO_LARGE.exec(said);
-    if (!wrong && !large) return;
+    const wrong = WRONG_TYPE.exec(said), large = TOO_LARGE.exec(said), many = TOO_MANY.test(said);
+    if (!wrong && !large && !many) return;
     pageWords().then((errors) => {
       if (title.textContent !== said) return;
       const onlyJson = wrong && wrong[1].split(/,\s*/).every((type) => /json|^\.jsonl?$/.test(type));
       const text = large ? errors.tooLarge && errors.tooLarge.replace("{{size}}", large[1])
+        : many ? errors.most && errors.tooMany && errors.tooMany.replace("{{most}}", errors.most)
         : errors[onlyJson ? "wrongTypeJson" : "wrongType"];
       if (text) title.textContent = text;
     });

@@ -182,8 +182,9 @@ def test_a_chinese_chat_on_a_processor_writes_no_english_sentence(monkeypatch):
 
 @pytest.mark.browser
 def test_a_chinese_page_says_a_refused_upload_briefly_and_starts_with_the_chinese_prompt(app_server, tmp_path):
-    """Chainlit's upload says "File type must be one of text/*, application/json, ..." (some 80 types) in English;
-    the page says it in a short Chinese sentence. The settings panel shows a new chat's Chinese system prompt."""
+    """Chainlit's upload says "File type must be one of text/*, application/json, ..." (some 80 types), "File is
+    larger than 1 MB" and "Too many files" in English; the page says each in a short Chinese sentence. The settings
+    panel shows a new chat's Chinese system prompt."""
     from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ready
@@ -220,6 +221,13 @@ def test_a_chinese_page_says_a_refused_upload_briefly_and_starts_with_the_chines
         wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open again")
         browser.find_element(By.ID, "upload-button-input").send_keys(str(large))
         assert "File is larger" not in said("a file over 1 MB refused", "1 MB")
+        browser.get(app_server.url)
+        wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open again")
+        notes = [tmp_path / f"note-{n}.txt" for n in range(6)]
+        for note in notes:
+            note.write_text("a note")
+        browser.find_element(By.ID, "upload-button-input").send_keys("\n".join(map(str, notes)))
+        assert "Too many" not in said("six files at once refused", "最多附上 5 个文件")
         browser.execute_script("arguments[0].click()",  # the toast may lie over it
                                browser.find_element(By.ID, "chat-settings-header-button"))
         wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
