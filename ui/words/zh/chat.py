@@ -30,8 +30,8 @@ TEXTS = {
     "tools.busy": "还有一条回复正在生成：请等它结束，或点“停止”，然后再试。",
     "tools.switching": "引擎正在启动或切换显存预设：等上方提示显示已就绪后再试。",
     "tools.not_latest": "只有对话中最新的一条回复可以重新生成或继续：请使用最新回复下方的按钮，或发送一条新消息。",
-    "tools.earlier_version": ("只有回复的最新一版可以继续，而这条回复正显示第 {at} 版（共 {of} 版）：请点“下一版 ▶”直到显示"
-                              "第 {of} / {of} 版，再点“继续”。什么都没有改变。"),
+    "tools.earlier_version": ("只有回复的最新一版可以继续，而这条回复正显示第 {at} 版（共 {of} 版）："
+                              "请点“下一版 ▶”直到显示第 {of} / {of} 版，再点“继续”。什么都没有改变。"),
     "tools.not_regenerated": "未重新生成：{why} 上面的回复保持原样。",
 
     # a regenerated reply's earlier answers (ui/versions.py)

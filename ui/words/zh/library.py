@@ -33,8 +33,8 @@ TEXTS = {
     "library.remove_tip": "从文档库删除 {name} 及其段落",
     "library.remove_word": "删除",  # typed beside the Library chip, in any language
     "library.already_gone": "该文档已不在你的文档库中：请用“文档库”命令重新列出。",
-    "library.remove_sure": ("要从文档库删除 **{name}** 吗？之后的提问将不再用到它的段落，删除后无法恢复（需要时请重新添加"
-                            "该文件）。点按钮即删除；什么都不做则保留它。"),
+    "library.remove_sure": ("要从文档库删除 **{name}** 吗？之后的提问将不再用到它的段落，删除后无法恢复"
+                            "（需要时请重新添加该文件）。点按钮即删除；什么都不做则保留它。"),
     "library.remove_sure_button": "确定删除 {name}",
     "library.removed": "已从你的文档库删除 **{name}**。",
     "library.empty": "你的文档库是空的。{how}",
