@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from engine.chat import as_text
 from engine.settings import CHAT_SAMPLING
-from history.words import Refusal, Said
+from history.words import Refusal, Said, say
 
 FORMAT = "ernie-chat/1"  # the app's own export; any {"messages": [...]} or bare list of messages imports too
 MAX_MESSAGES = 1000  # more turns than a context holds many times over; each is a row written to the history
@@ -45,13 +45,19 @@ def as_json(turns: list[dict], model: str, preset: str, sampling: dict, system_p
                        "messages": messages}, ensure_ascii=False, indent=2)
 
 
-def as_markdown(turns: list[dict], model: str, preset: str, sampling: dict, system_prompt: str, title: str) -> str:
-    head = [f"# {title or 'Chat'}", "", f"- Model: `{model}`", f"- Memory preset: `{preset}`",
-            "- Sampling: " + ", ".join(f"{key} {value}" for key, value in sampling.items() if value is not None)]
+def as_markdown(turns: list[dict], model: str, preset: str, sampling: dict, system_prompt: str, title: str,
+                lang: str | None = None) -> str:
+    """The chat for reading, its headings in the language `lang` names (the chat's; English by default)."""
+    def word(key: str) -> str:
+        return say(f"export.{key}", lang)
+
+    head = [f"# {title or word('untitled')}", "", f"- {word('model')}: `{model}`", f"- {word('preset')}: `{preset}`",
+            f"- {word('sampling')}: " + ", ".join(f"{key} {value}" for key, value in sampling.items()
+                                                  if value is not None)]
     if system_prompt.strip():
-        head.append(f"- System prompt: {system_prompt.strip()}")
-    body = [f"## {'You' if t['role'] == 'user' else 'ERNIE'}\n\n{as_text(t) if t['role'] == 'user' else t['content']}"
-            for t in turns]
+        head.append(f"- {word('system_prompt')}: {system_prompt.strip()}")
+    body = [f"## {word('you') if t['role'] == 'user' else 'ERNIE'}\n\n"
+            f"{as_text(t) if t['role'] == 'user' else t['content']}" for t in turns]
     return "\n\n".join(["\n".join(head), *body]) + "\n"
 
 

@@ -265,3 +265,14 @@ def test_a_new_chinese_chat_is_told_the_default_system_prompt_in_chinese_and_a_s
         "Answer as a pirate.", "the operator's own prompt is never changed"
     language[0] = "en-US"
     assert sidebar.defaults(load_settings(), "cpu").system_prompt == "You are a helpful assistant."
+
+
+def test_a_chinese_chats_export_has_chinese_headings_and_an_english_one_english():
+    from history import exchange
+
+    turns = [{"role": "user", "content": "你好"}, {"role": "assistant", "content": "你好！"}]
+    args = (turns, "baidu/ERNIE-4.5-0.3B-PT", "cpu", {"temperature": 0.8}, "你是一个乐于助人的助手。", "")
+    chinese, english = exchange.as_markdown(*args, "zh-CN"), exchange.as_markdown(*args)
+    assert chinese.startswith("# 对话") and "- 模型: `baidu/ERNIE-4.5-0.3B-PT`" in chinese and "## 你\n" in chinese
+    assert not any(word in chinese for word in ("Model", "Sampling", "System prompt", "## You")), chinese
+    assert english.startswith("# Chat") and "## You\n" in english and "- Memory preset: `cpu`" in english

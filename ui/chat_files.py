@@ -60,7 +60,8 @@ async def export(engine, layer) -> None:
     sampling = prefs.sampling.model_dump(include={*CHAT_SAMPLING, "seed"})
     args = (chat.turns, engine.settings.model, engine.preset_name, sampling, prefs.system_prompt, title)
     stem = _stem(title)
-    files = [cl.File(name=f"{stem}.md", content=exchange.as_markdown(*args).encode(), mime="text/markdown",
+    files = [cl.File(name=f"{stem}.md", content=exchange.as_markdown(*args, door.language()).encode(),
+                     mime="text/markdown",
                      display="inline"),
              cl.File(name=f"{stem}.json", content=exchange.as_json(*args).encode(), mime="application/json",
                      display="inline")]
@@ -111,7 +112,7 @@ async def _stored_chat(engine, layer, thread_id: str) -> tuple[str, str, str] | 
     title = " ".join(name.split())[:60] if isinstance(name, str) and name.strip() else _title(turns)
     args = (turns, engine.settings.model, engine.preset_name,
             prefs.sampling.model_dump(include={*CHAT_SAMPLING, "seed"}), prefs.system_prompt, title)
-    return _stem(title), exchange.as_markdown(*args), exchange.as_json(*args)
+    return _stem(title), exchange.as_markdown(*args, door.language()), exchange.as_json(*args)
 
 
 async def export_all(engine, layer) -> None:

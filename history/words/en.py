@@ -53,4 +53,11 @@ TEXTS = {
     "keys.unprintable": "A key's name may hold only printable characters: name it with words, e.g. `new laptop`.",
     "keys.too_many": "You have {most} keys, the most one user may have: revoke one you no longer use.",
     "keys.not_stored": "The key could not be stored: the history database did not keep it. Try again.",
+    # an export's Markdown (history/exchange.as_markdown)
+    "export.untitled": "Chat",
+    "export.model": "Model",
+    "export.preset": "Memory preset",
+    "export.sampling": "Sampling",
+    "export.system_prompt": "System prompt",
+    "export.you": "You",
 }

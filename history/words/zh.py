@@ -49,4 +49,11 @@ TEXTS = {
     "keys.unprintable": "密钥名称只能包含可打印的字符：请用文字命名，例如 `new laptop`（或 `新建 笔记本`）。",
     "keys.too_many": "你已有 {most} 个密钥，达到每位用户的上限：请撤销一个不再使用的密钥。",
     "keys.not_stored": "密钥无法保存：历史数据库没有保存它。请重试。",
+    # an export's Markdown (history/exchange.as_markdown)
+    "export.untitled": "对话",
+    "export.model": "模型",
+    "export.preset": "内存预设",
+    "export.sampling": "采样",
+    "export.system_prompt": "系统提示词",
+    "export.you": "你",
 }
