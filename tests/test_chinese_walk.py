@@ -228,8 +228,10 @@ def test_a_chinese_page_says_a_refused_upload_briefly_and_starts_with_the_chines
             note.write_text("a note")
         browser.find_element(By.ID, "upload-button-input").send_keys("\n".join(map(str, notes)))
         assert "Too many" not in said("six files at once refused", "最多附上 5 个文件")
-        browser.execute_script("arguments[0].click()",  # the toast may lie over it
-                               browser.find_element(By.ID, "chat-settings-header-button"))
+        # the panel's button comes with the chat's sidebar, sent once the chat is made (later on a busy machine)
+        settings = wait.until(ready.presence_of_element_located((By.ID, "chat-settings-header-button")),
+                              "the chat's settings never came")
+        browser.execute_script("arguments[0].click()", settings)  # the toast may lie over it
         wait.until(ready.visibility_of_element_located((By.ID, "chat-settings-sidebar-content")))
         prompt = "你是一个乐于助人的助手。"
         wait.until(lambda d: prompt in d.find_element(By.ID, "system_prompt").get_attribute("value"),
