@@ -21,26 +21,37 @@
       .then((said) => (((said || {}).features || {}).spontaneous_file_upload || {}).max_files || "")
       .catch(() => "");
 
+  let loaded = null;  // the words once fetched: a toast is then reworded as it appears, before it is painted
   const pageWords = () => {
     words = words || Promise.all([translations(navigator.language || "en-US"), translations("en-US"), mostFiles()])
-      .then(([own, english, most]) => ({ ...english, ...own, most }))
+      .then(([own, english, most]) => {
+        const found = { ...english, ...own, most };
+        if (found.tooLarge && most) loaded = found;  // all there: kept (before a sign-in they may not be)
+        else words = null;  // asked again at the next refusal
+        return found;
+      })
       .catch(() => { words = null; return {}; });
     return words;
   };
 
+  const rewordWith = (title, said, errors) => {
+    if (title.textContent !== said) return;
+    const wrong = WRONG_TYPE.exec(said), large = TOO_LARGE.exec(said);
+    const onlyJson = wrong && wrong[1].split(/,\s*/).every((type) => /json|^\.jsonl?$/.test(type));
+    const text = large ? errors.tooLarge && errors.tooLarge.replace("{{size}}", large[1])
+      : TOO_MANY.test(said) ? errors.most && errors.tooMany && errors.tooMany.replace("{{most}}", errors.most)
+      : errors[onlyJson ? "wrongTypeJson" : "wrongType"];
+    if (text) title.textContent = text;
+  };
+
   const reword = (title) => {
     const said = title.textContent;
-    const wrong = WRONG_TYPE.exec(said), large = TOO_LARGE.exec(said), many = TOO_MANY.test(said);
-    if (!wrong && !large && !many) return;
-    pageWords().then((errors) => {
-      if (title.textContent !== said) return;
-      const onlyJson = wrong && wrong[1].split(/,\s*/).every((type) => /json|^\.jsonl?$/.test(type));
-      const text = large ? errors.tooLarge && errors.tooLarge.replace("{{size}}", large[1])
-        : many ? errors.most && errors.tooMany && errors.tooMany.replace("{{most}}", errors.most)
-        : errors[onlyJson ? "wrongTypeJson" : "wrongType"];
-      if (text) title.textContent = text;
-    });
+    if (!WRONG_TYPE.test(said) && !TOO_LARGE.test(said) && !TOO_MANY.test(said)) return;
+    if (loaded) rewordWith(title, said, loaded);
+    else pageWords().then((errors) => rewordWith(title, said, errors));
   };
+
+  pageWords();  // asked when the page opens, so the first refusal is already in the page's words
 
   new MutationObserver(() => {
     document.querySelectorAll("[data-sonner-toast] [data-title]").forEach(reword);

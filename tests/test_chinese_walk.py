@@ -220,7 +220,7 @@ def test_a_chinese_page_says_a_refused_upload_briefly_and_starts_with_the_chines
         browser.get(app_server.url)  # the input keeps the files it was given: a fresh page gives it one file
         wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open again")
         browser.find_element(By.ID, "upload-button-input").send_keys(str(large))
-        assert "File is larger" not in said("a file over 1 MB refused", "1 MB")
+        assert "File is larger" not in said("a file over 1 MB refused", "1 MB 的上限")
         browser.get(app_server.url)
         wait.until(ready.element_to_be_clickable((By.ID, "chat-input")), "the chat page did not open again")
         notes = [tmp_path / f"note-{n}.txt" for n in range(6)]
