@@ -96,3 +96,14 @@ async def until(condition, timeout: float, what: str = "") -> None:
     while not condition():
         assert time.monotonic() < deadline, f"not {what} within {timeout} s"
         await asyncio.sleep(0.1)
+
+
+async def shown_within(condition, what: str, client: ChatClient | None = None, timeout: float = 300):
+    """What `condition()` returns once it is truthy, checked every 50 ms; fails after `timeout` saying `what` did not
+    show, with the end of what `client`'s chat shows."""
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}" + (
+            f"; the chat shows: {client.all_text()[-600:]!r}" if client else "")
+        await asyncio.sleep(0.05)
+    return found

@@ -1,5 +1,7 @@
 """Start and stop a real `chainlit run app.py` server on a free loopback port, for tests and the benchmark."""
 
+import contextlib
+import json
 import os
 import signal
 import socket
@@ -181,3 +183,23 @@ class ChainlitServer:
                 except psutil.Error:
                     pass
             psutil.wait_procs(left, timeout=10)
+
+
+@contextlib.contextmanager
+def restartable_with_history(engine_env: dict, folder: Path):
+    """`start()`: a server of the app preset with its own history database in `folder` (the API off), started anew
+    at each call on the same database, as a user's restart is; every one started is stopped at the end."""
+    from harness.presets import APP_PRESET
+
+    env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(folder / "chats.db"),
+           "CHAT_API": "false"}
+    servers: list[ChainlitServer] = []
+
+    def start() -> ChainlitServer:
+        servers.append(ChainlitServer(env, folder / f"chainlit-{len(servers)}.log").start())
+        return servers[-1]
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.stop()

@@ -88,7 +88,8 @@ def app_server(engine_env, tmp_path_factory):
 
 # What starts an engine, a server or a browser: the harness's servers, an engine's first start or reply, Chromium,
 # the app, another Python (a fresh interpreter that imports torch or vLLM takes seconds to tens of seconds).
-STARTS = re.compile(r"\b(ChainlitServer|VllmServer|PostgresServer|NginxProxy|HubMirror|ModelScopeMirror)\("
+STARTS = re.compile(r"\b(ChainlitServer|VllmServer|PostgresServer|NginxProxy|HubMirror|ModelScopeMirror"
+                    r"|restartable_with_history)\("
                     r"|\.ensure_started\("
                     r"|\.stream\(|\bwebdriver\.|\"chainlit\", \"run\""
                     r"|\bsubprocess\.(run|Popen|check_call|check_output)\(\[(sys\.executable|python)\b")

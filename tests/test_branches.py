@@ -15,10 +15,11 @@ import time
 import pytest
 from chainlit.chat_context import chat_context
 from chainlit.context import init_http_context
-from chainlit.emitter import BaseChainlitEmitter
 
 import harness.fake_engine
+import harness.recorder
 from lifetime.runtime import RUNTIME
+from harness.replies import shown_within
 from ui import branches, broadcast, edits
 
 os.environ["CHAT_HISTORY"] = "false"  # as tests/test_hooks.py: no database for the fast tier's hooks
@@ -79,24 +80,12 @@ async def test_notices_are_not_part_of_a_branch():
 
 # ---- the hooks, with a fake engine ------------------------------------------------------------------------------
 
-class Recorder(BaseChainlitEmitter):
+class Recorder(harness.recorder.Recorder):
     """What the browser would be sent: each message's latest content, and the buttons shown."""
 
     def __init__(self, session):
         super().__init__(session)
-        self.shown: dict[str, str] = {}
         self.actions: list[dict] = []
-
-    async def send_step(self, step):
-        self.shown[step["id"]] = step["output"]
-
-    update_step = send_step
-
-    async def delete_step(self, step):
-        self.shown.pop(step["id"], None)
-
-    async def send_token(self, id, token, is_sequence=False, is_input=False):
-        self.shown[id] = self.shown.get(id, "") + token
 
     async def emit(self, event, data):
         if event == "action":
@@ -105,9 +94,6 @@ class Recorder(BaseChainlitEmitter):
             found = next((a for a in self.actions if a["id"] == data["id"]), None)
             if found is not None:
                 self.actions.remove(found)
-
-    def set_chat_settings(self, settings):
-        pass
 
 
 @pytest.fixture
@@ -270,29 +256,12 @@ REGENERATE = "regenerate_reply"
 @pytest.fixture(scope="module")
 def history(engine_env, tmp_path_factory):
     """The server's environment with its own history database; `start()` starts a server on it."""
-    from harness.presets import APP_PRESET
-    from harness.server import ChainlitServer
+    from harness.server import restartable_with_history
 
-    folder = tmp_path_factory.mktemp("branches")
-    env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(folder / "chats.db"),
-           "CHAT_API": "false"}
-    servers = []
-
-    def start():
-        servers.append(ChainlitServer(env, folder / f"chainlit-{len(servers)}.log").start())
-        return servers[-1]
-    yield start
-    for server in servers:
-        server.stop()
+    with restartable_with_history(engine_env, tmp_path_factory.mktemp("branches")) as start:
+        yield start
 
 
-async def _until(condition, what: str, client=None, timeout: float = 300):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}" + (
-            f"; the chat shows: {client.all_text()[-600:]!r}" if client else "")
-        await asyncio.sleep(0.05)
-    return found
 
 
 def _shown(client) -> list[tuple[str, str]]:
@@ -309,7 +278,7 @@ def _branch_button(client, name: str, label: str):
 async def _pressed(client, button: dict, question_id: str, question_text: str) -> None:
     """Press a branch button and wait until the page shows that branch's question."""
     await client.click(button)
-    await _until(lambda: getattr(client.messages.get(question_id), "content", None) == question_text,
+    await shown_within(lambda: getattr(client.messages.get(question_id), "content", None) == question_text,
                  f"the question shown as {question_text!r}", client)
     await asyncio.sleep(0.5)  # the branch's messages follow the question
 
@@ -330,15 +299,15 @@ async def test_both_branches_of_an_edit_survive_a_kill_9_and_switch_on_the_reope
     first = next(m for m in client.messages.values() if m.type == "user_message")
     await client.edit(first.id, "Name a fruit.")
     await client.wait_idle()
-    back = await _until(lambda: _branch_button(client, branches.PREVIOUS, "◀ Question 2 / 2"), "◀ Question 2 / 2",
+    back = await shown_within(lambda: _branch_button(client, branches.PREVIOUS, "◀ Question 2 / 2"), "◀ Question 2 / 2",
                         client)
     new = _shown(client)
     assert [text for kind, text in new if kind == "user_message"] == ["Name a fruit."], "the later turns left"
 
     await _pressed(client, back, first.id, "Name a colour.")
-    await _until(lambda: _shown(client) == old, "the old branch shown again", client)
-    await _until(lambda: _branch_button(client, branches.NEXT, "Question 1 / 2 ▶"), "Question 1 / 2 ▶", client)
-    await _until(lambda: (client.action(REGENERATE) or {}).get("forId") == client.replies("ERNIE Chat")[-1].id,
+    await shown_within(lambda: _shown(client) == old, "the old branch shown again", client)
+    await shown_within(lambda: _branch_button(client, branches.NEXT, "Question 1 / 2 ▶"), "Question 1 / 2 ▶", client)
+    await shown_within(lambda: (client.action(REGENERATE) or {}).get("forId") == client.replies("ERNIE Chat")[-1].id,
                  "Regenerate under the branch's latest reply", client)
     await client.change_settings({"max_tokens": 4096})
     await client.send("Tell me everything you know.")  # the server dies while this is written
@@ -351,17 +320,17 @@ async def test_both_branches_of_an_edit_survive_a_kill_9_and_switch_on_the_reope
     reopened = await ChatClient(server.url, thread_id=client.thread_id).connect()
     try:
         assert step_texts(reopened.resumed)[:4] == old, "the history holds the branch shown"
-        forward = await _until(lambda: _branch_button(reopened, branches.NEXT, "Question 1 / 2 ▶"),
+        forward = await shown_within(lambda: _branch_button(reopened, branches.NEXT, "Question 1 / 2 ▶"),
                                "the branch buttons of the reopened chat", reopened)
         await _pressed(reopened, forward, first.id, "Name a fruit.")
-        await _until(lambda: _shown(reopened) == new, "the edited branch, as it was shown", reopened)
-        back = await _until(lambda: _branch_button(reopened, branches.PREVIOUS, "◀ Question 2 / 2"),
+        await shown_within(lambda: _shown(reopened) == new, "the edited branch, as it was shown", reopened)
+        back = await shown_within(lambda: _branch_button(reopened, branches.PREVIOUS, "◀ Question 2 / 2"),
                             "◀ Question 2 / 2 after the switch", reopened)
         await reopened.change_settings({"max_tokens": 12})
         await reopened.ask("Which is sweetest?")
         assert [t for k, t in _shown(reopened) if k == "user_message"] == ["Name a fruit.", "Which is sweetest?"]
         await _pressed(reopened, back, first.id, "Name a colour.")
-        await _until(lambda: _shown(reopened)[:4] == old, "the old branch again, after the restart", reopened)
+        await shown_within(lambda: _shown(reopened)[:4] == old, "the old branch again, after the restart", reopened)
     finally:
         await reopened.close()
 

@@ -8,10 +8,10 @@ import os
 
 import pytest
 from chainlit.context import init_http_context
-from chainlit.emitter import BaseChainlitEmitter
 
 from engine.errors import ContextTooLongError, ReplyFillsContextError
 import harness.fake_engine
+from harness.recorder import Recorder
 from engine.reports import Stats
 from history import writes
 from lifetime.runtime import RUNTIME
@@ -24,28 +24,6 @@ RUNTIME.port_checked = True
 import app  # noqa: E402  (after marking the port as checked: no server binds in these tests)
 
 del os.environ["CHAT_HISTORY"]
-
-
-class Recorder(BaseChainlitEmitter):
-    """Keeps what the browser would be sent: message id -> latest content."""
-
-    def __init__(self, session):
-        super().__init__(session)
-        self.shown: dict[str, str] = {}
-
-    async def send_step(self, step):
-        self.shown[step["id"]] = step["output"]
-
-    update_step = send_step
-
-    async def delete_step(self, step):
-        self.shown.pop(step["id"], None)
-
-    async def send_token(self, id, token, is_sequence=False, is_input=False):
-        self.shown[id] = self.shown.get(id, "") + token
-
-    def set_chat_settings(self, settings):  # synchronous in the real emitter
-        pass
 
 
 def FakeEngine():  # noqa: N802 (the harness's fake, on the app's settings)

@@ -6,16 +6,13 @@ One real server with its SQLite history, restarted in the middle; a socket.io cl
 """
 
 import asyncio
-import json
-import time
 
 import pytest
 
 from harness.chat_client import ChatClient
-from harness.replies import stats_of
-from harness.server import ChainlitServer
+from harness.replies import shown_within, stats_of
+from harness.server import restartable_with_history
 from harness.stored import step_texts
-from harness.presets import APP_PRESET
 
 CONTINUE, REGENERATE = "continue_reply", "regenerate_reply"
 LONG = "Please read this: " + " ".join(["water"] * 7000)  # fits beside a 16-token reply, not beside half the context
@@ -24,26 +21,10 @@ LONG = "Please read this: " + " ".join(["water"] * 7000)  # fits beside a 16-tok
 @pytest.fixture(scope="module")
 def history(engine_env, tmp_path_factory):
     """The server's environment with its own history database; `start()` starts a server on it."""
-    folder = tmp_path_factory.mktemp("stored-as-shown")
-    env = {**engine_env, "CHAT_CUSTOM_PRESET": json.dumps(APP_PRESET), "CHAT_HISTORY_DB": str(folder / "chats.db"),
-           "CHAT_API": "false"}
-    servers = []
-
-    def start() -> ChainlitServer:
-        servers.append(ChainlitServer(env, folder / f"chainlit-{len(servers)}.log").start())
-        return servers[-1]
-    yield start
-    for server in servers:
-        server.stop()
+    with restartable_with_history(engine_env, tmp_path_factory.mktemp("stored-as-shown")) as start:
+        yield start
 
 
-async def _until(condition, what: str, timeout: float = 300, client: ChatClient | None = None):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}" + (
-            f"; the chat shows: {client.all_text()[-600:]!r}" if client else "")
-        await asyncio.sleep(0.05)
-    return found
 
 
 def _replies(client: ChatClient) -> list:
@@ -56,7 +37,7 @@ async def _cut_reply(client: ChatClient):
     for _ in range(6):
         reply = await client.ask("Count from one to one hundred.")
         if "'max new tokens' limit" in reply.content:
-            await _until(lambda: (client.action(CONTINUE) or {}).get("forId") == reply.id, "Continue under it")
+            await shown_within(lambda: (client.action(CONTINUE) or {}).get("forId") == reply.id, "Continue under it")
             return reply
     pytest.fail("no reply reached the 16-token limit")
 
@@ -75,18 +56,19 @@ async def test_continued_regenerated_edited_and_refused_messages_are_stored_as_s
         cut = await _cut_reply(client)
         before_continue = cut.content
         await client.click(client.action(CONTINUE))
-        await _until(lambda: cut.content != before_continue and "reply tokens" in cut.content, "the continuation")
+        await shown_within(lambda: cut.content != before_continue and "reply tokens" in cut.content, "the continuation")
         assert stats_of(cut.content)["reply"] > stats_of(before_continue)["reply"]
         # A second turn, then an edit of the first question into one that cannot fit: refused, nothing changes
         second = await client.ask("And then?")
-        await _until(lambda: (client.action(REGENERATE) or {}).get("forId") == second.id, "the second reply's tools")
+        await shown_within(lambda: (client.action(REGENERATE) or {}).get("forId") == second.id,
+                           "the second reply's tools")
         shown = _shown(client)
         first_question = next(m for m in client.messages.values() if m.type == "user_message")
         await client.change_settings({"max_tokens": 8192})
         await client.edit(first_question.id, LONG)
-        await _until(lambda: "only 5120 fit" in client.all_text(), "the edit refused")
+        await shown_within(lambda: "only 5120 fit" in client.all_text(), "the edit refused")
         await client.wait_idle()
-        await _until(lambda: first_question.content != LONG, "the question shown as it was")
+        await shown_within(lambda: first_question.content != LONG, "the question shown as it was")
         assert _shown(client) == shown, "a refused edit leaves every turn shown"
         await client.change_settings({"max_tokens": 16})
         prompt_live = stats_of((await client.ask("What next?")).content)["prompt"]
@@ -100,7 +82,7 @@ async def test_continued_regenerated_edited_and_refused_messages_are_stored_as_s
     try:
         assert step_texts(reopened.resumed) == shown
         assert any(cut.content.split("\n\n")[0] in text for _, text in shown), "the continuation is kept"
-        await _until(lambda: reopened.action(REGENERATE), "the tools under the reopened chat's reply")
+        await shown_within(lambda: reopened.action(REGENERATE), "the tools under the reopened chat's reply")
         await reopened.change_settings({"max_tokens": 16})
         before, starting = set(reopened.messages), "The engine is starting"
         for tries in range(1, 121):  # the new server's engine may still be starting: press again, as a user would
@@ -108,8 +90,8 @@ async def test_continued_regenerated_edited_and_refused_messages_are_stored_as_s
             await asyncio.sleep(0.5)
             if reopened.all_text().count(starting) < tries:
                 break
-        again = await _until(lambda: [m for m in _replies(reopened) if m.id not in before], "the regenerated reply",
-                             client=reopened)
+        again = await shown_within(lambda: [m for m in _replies(reopened) if m.id not in before],
+                                   "the regenerated reply", client=reopened)
         assert stats_of(again[-1].content)["prompt"] == prompt_live, "the reopened chat's prompt is the same"
     finally:
         await reopened.close()
